@@ -1,0 +1,19 @@
+"""deepreflect: a LangGraph deep agent whose reflection loop knows when to stop."""
+
+from agent.context import Context
+from agent.graph import build_graph
+from agent.models import ScriptedChatModel
+from agent.result import Result
+from agent.runner import open_checkpointer, resume, run
+from agent.subagents import SubAgent
+
+__all__ = [
+    "Context",
+    "Result",
+    "ScriptedChatModel",
+    "SubAgent",
+    "build_graph",
+    "open_checkpointer",
+    "resume",
+    "run",
+]

@@ -1,0 +1,214 @@
+"""Executable plans (seed 001): validated steps, readiness, replanning and the plan-vs-actual diff."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from agent.vfs import PathError, validate_path
+
+
+class Step(BaseModel):
+    """One executable step: who does it, what it must produce and how "done" is proven."""
+
+    step_id: str = Field(min_length=1, max_length=40, description="Stable id, e.g. S1.")
+    depends_on: list[str] = Field(default_factory=list, description="Ids that must finish first.")
+    action: str = Field(description="A registered subagent name, never a free string.")
+    instructions: str = Field(min_length=1, max_length=8000, description="What the step does.")
+    expected_output: str = Field(description="The artifact path the step must produce.")
+    done_when: dict[str, Any] | str = Field(
+        default_factory=lambda: {"kind": "non_empty"},
+        description='A check spec such as {"kind": "contains", "all": ["..."]}, or a rubric.',
+    )
+
+    @field_validator("expected_output")
+    @classmethod
+    def _output_is_a_vfs_path(cls, value: str) -> str:
+        try:
+            return validate_path(value)
+        except PathError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class PlanDraft(BaseModel):
+    """What the planner model returns: the steps only; the version is ours to set."""
+
+    steps: list[Step] = Field(description="The steps, in any order; depends_on sets the order.")
+
+
+def _cycle(steps: list[Step]) -> list[str] | None:
+    deps = {s.step_id: [d for d in s.depends_on] for s in steps}
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in deps.get(node, []):
+            if state.get(dep) == 1:
+                return path[path.index(dep) :] + [dep]
+            if dep in deps and state.get(dep) is None and (found := visit(dep)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for step_id in deps:
+        if state.get(step_id) is None and (found := visit(step_id)):
+            return found
+    return None
+
+
+def plan_errors(steps: list[Step], *, actions: Collection[str], max_steps: int) -> list[str]:
+    """Everything wrong with a plan, so one retry can fix all of it at once."""
+    from agent.checks import validate_check_spec
+
+    errors: list[str] = []
+    if not steps:
+        errors.append("the plan has no steps")
+    if len(steps) > max_steps:
+        errors.append(f"the plan has {len(steps)} steps; at most {max_steps} are allowed")
+        return errors  # the per-step checks below would only repeat the point
+    ids = [s.step_id for s in steps]
+    seen: set[str] = set()
+    for step_id in ids:
+        if step_id in seen:
+            errors.append(f"duplicate step_id {step_id!r}")
+        seen.add(step_id)
+    outputs: dict[str, str] = {}
+    for step in steps:
+        if step.action not in actions:
+            errors.append(
+                f"step {step.step_id}: unknown action {step.action!r}; "
+                f"use one of {', '.join(sorted(actions))}"
+            )
+        for dep in step.depends_on:
+            if dep not in seen:
+                errors.append(f"step {step.step_id}: depends on unknown step {dep!r}")
+            if dep == step.step_id:
+                errors.append(f"step {step.step_id}: depends on itself")
+        if step.expected_output in outputs:
+            errors.append(
+                f"steps {outputs[step.expected_output]} and {step.step_id} both produce "
+                f"{step.expected_output!r}"
+            )
+        outputs.setdefault(step.expected_output, step.step_id)
+        if step.expected_output.startswith("work/"):
+            errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
+        for problem in validate_check_spec(step.done_when):
+            errors.append(f"step {step.step_id}: done_when {problem}")
+    if (cycle := _cycle(steps)) is not None:
+        errors.append("dependency cycle: " + " -> ".join(cycle))
+    return errors
+
+
+def parse_plan(
+    data: Any, *, actions: Collection[str], max_steps: int
+) -> tuple[list[Step] | None, list[str]]:
+    """Validate raw planner output; return the steps or the list of errors, never raise."""
+    if isinstance(data, PlanDraft):
+        steps = data.steps
+    else:
+        if isinstance(data, Mapping) and isinstance(data.get("steps"), list):
+            if len(data["steps"]) > max_steps:
+                n = len(data["steps"])
+                return None, [f"the plan has {n} steps; at most {max_steps} are allowed"]
+        try:
+            steps = PlanDraft.model_validate(data).steps
+        except ValidationError as exc:
+            errors = [
+                f"{'.'.join(str(p) for p in err['loc']) or 'plan'}: {err['msg']}"
+                for err in exc.errors()[:20]
+            ]
+            return None, errors
+    errors = plan_errors(steps, actions=actions, max_steps=max_steps)
+    return (None, errors) if errors else (steps, [])
+
+
+def new_plan(steps: list[Step], version: int) -> dict[str, Any]:
+    """The plain-data plan stored in state."""
+    return {"version": version, "steps": [s.model_dump() for s in steps]}
+
+
+def is_done(step: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) -> bool:
+    """A step is done when its artifact exists and its check passed."""
+    entry = files.get(step["expected_output"])
+    return bool(entry) and entry.get("status") == "done"
+
+
+def ready_steps(
+    plan: Mapping[str, Any] | None, files: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Steps not yet done whose dependencies are all done, in plan order."""
+    if not plan:
+        return []
+    steps = plan.get("steps", [])
+    done = {s["step_id"] for s in steps if is_done(s, files)}
+    return [dict(s) for s in steps if s["step_id"] not in done and set(s["depends_on"]) <= done]
+
+
+def pending_steps(
+    plan: Mapping[str, Any] | None, files: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Steps not yet done, ready or not."""
+    if not plan:
+        return []
+    return [dict(s) for s in plan.get("steps", []) if not is_done(s, files)]
+
+
+def plan_actual_diff(plan: Mapping[str, Any] | None, files: Mapping[str, Any]) -> dict[str, Any]:
+    """Compare what the plan expects with what exists (seed 000, exactly)."""
+    steps = (plan or {}).get("steps") or (plan or {}).get("subtasks") or []
+    expected = {s.get("expected_output") or s.get("expected_artifact") for s in steps}
+    expected.discard(None)
+    produced = set(files)
+    return {
+        "expected_not_produced": sorted(expected - produced),
+        "produced_not_expected": sorted(produced - expected),
+        "overlap": sorted(expected & produced),
+        "completion_ratio": len(expected & produced) / max(len(expected), 1),
+    }
+
+
+_IDENTITY = ("action", "instructions", "expected_output", "done_when", "depends_on")
+
+
+def merge_replan(
+    old_plan: Mapping[str, Any] | None,
+    new_steps: list[Step],
+    files: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, Any], list[str]]:
+    """Adopt a new plan version, keeping finished work that the change does not touch.
+
+    A step is kept when an identical step (same id, action, instructions, output, check and
+    dependencies) was already done and every dependency is kept too; every other step whose
+    artifact exists is affected and must run again (seed 001: re-run only affected steps).
+
+    Returns the new plan and the artifact paths that must be re-run (stale).
+    """
+    old = {s["step_id"]: s for s in (old_plan or {}).get("steps", [])}
+    version = int((old_plan or {}).get("version", 0)) + 1
+    plan = new_plan(new_steps, version)
+    kept: set[str] = set()
+    # depends_on is acyclic, so a few passes settle "kept" transitively.
+    for _ in range(len(plan["steps"]) + 1):
+        changed = False
+        for step in plan["steps"]:
+            sid = step["step_id"]
+            if sid in kept:
+                continue
+            before = old.get(sid)
+            same = before is not None and all(before.get(k) == step[k] for k in _IDENTITY)
+            if same and is_done(step, files) and set(step["depends_on"]) <= kept:
+                kept.add(sid)
+                changed = True
+        if not changed:
+            break
+    stale = [
+        s["expected_output"]
+        for s in plan["steps"]
+        if s["step_id"] not in kept and is_done(s, files)
+    ]
+    return plan, stale

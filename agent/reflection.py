@@ -1,0 +1,351 @@
+"""Reflection (seed 000): the decision rules, in design.md's order, one function each.
+
+Each rule returns a :class:`Decision` or ``None``; the first decision wins. Only when no rule
+decides is the model asked, and its answer is validated by :func:`validate_decision`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.plan import is_done, pending_steps, plan_actual_diff, ready_steps
+from agent.vfs import summarize_files
+
+DecisionName = Literal["continue", "replan", "end", "escalate", "fail"]
+
+
+class ReflectionAnswer(BaseModel):
+    """What the reflection model must return."""
+
+    decision: Literal["continue", "replan", "end", "escalate"]
+    reason: str = Field(default="", description="A diagnosis of at most 30 words.")
+    final_answer: str | None = Field(
+        default=None, description="For end: 1-3 sentences referring to artifact names."
+    )
+    question: str | None = Field(default=None, description="For escalate: one specific question.")
+    suggested_responses: list[str] = Field(
+        default_factory=list, description="For escalate: short answers the human may pick."
+    )
+
+
+@dataclass
+class Decision:
+    """One reflection outcome, as logged in ``decisions``."""
+
+    decision: DecisionName
+    reason: str
+    by: Literal["rule", "model"] = "rule"
+    forced: bool = False
+    counts_depth: bool = True
+    stop_reason: str | None = None
+    status: str | None = None
+    question: str | None = None
+    suggested_responses: list[str] = field(default_factory=list)
+    final_answer: str | None = None
+
+
+@dataclass
+class Situation:
+    """What the rules look at, gathered from state once."""
+
+    goal: str
+    plan: dict[str, Any] | None
+    files: Mapping[str, Mapping[str, Any]]
+    step: int
+    depth: int
+    cap: int
+    dispatched: list[str]
+    previous_defects: list[str]
+    turn_events: list[dict[str, Any]]
+    exhausted: str | None = None
+    strict_end: bool = True
+
+    @property
+    def round_events(self) -> list[dict[str, Any]]:
+        return [e for e in self.turn_events if e.get("round") == self.step]
+
+    @property
+    def ready(self) -> list[dict[str, Any]]:
+        return ready_steps(self.plan, self.files)
+
+    @property
+    def defects(self) -> list[str]:
+        """Signatures of the failing evidence produced in this round."""
+        return sorted(
+            {
+                e["defect"]
+                for e in self.round_events
+                if e.get("action") == "result" and e.get("defect")
+            }
+        )
+
+    def done_files(self) -> list[str]:
+        return sorted(p for p, e in self.files.items() if e.get("status") == "done")
+
+
+def budget_exhausted(
+    *,
+    turn: Mapping[str, Any],
+    tokens_used: int,
+    step: int,
+    token_budget: int,
+    time_budget_s: float,
+    max_steps: int,
+    now: float | None = None,
+) -> str | None:
+    """Which budget of this user turn is spent, if any (seed 001: save state and stop)."""
+    if tokens_used - int(turn.get("start_tokens", 0)) >= token_budget:
+        return "token_budget"
+    if (now if now is not None else time.time()) - float(
+        turn.get("started_at", 0)
+    ) >= time_budget_s:
+        return "time_budget"
+    if step - int(turn.get("start_step", 0)) >= max_steps:
+        return "step_budget"
+    return None
+
+
+# ---------------------------------------------------------------------------- the rules
+
+
+def rule_fatal_error(s: Situation) -> Decision | None:
+    """A permission or policy error ends the run: never retried, never worked around."""
+    for event in s.round_events:
+        if event.get("action") == "error" and event.get("error_class") in (
+            "permission_denied",
+            "policy_rejected",
+        ):
+            return Decision(
+                "fail",
+                f"step {event.get('step_id')}: {event.get('observation', '')}"[:300],
+                forced=True,
+                counts_depth=False,
+                stop_reason=event["error_class"],
+                status="failed",
+            )
+    return None
+
+
+def rule_progress(s: Situation) -> Decision | None:
+    """Rule 0: every artifact of this round passed and steps remain: continue, no model."""
+    if not s.dispatched or not s.plan or s.exhausted:
+        return None  # budgets stay hard limits even while every step passes
+    outputs = {st["step_id"]: st["expected_output"] for st in s.plan["steps"]}
+    for step_id in s.dispatched:
+        entry = s.files.get(outputs.get(step_id, ""))
+        if not entry or entry.get("status") != "done" or entry.get("written_at_step") != s.step:
+            return None
+    if any(e.get("kind") == "critique" and e.get("status") == "active" for e in s.files.values()):
+        return None
+    if not s.ready:
+        return None
+    return Decision("continue", "every new artifact passed its check", counts_depth=False)
+
+
+def rule_depth_cap(s: Situation) -> Decision | None:
+    """Rule 1: the cap is reached: escalate, forced, without asking the model."""
+    if s.depth < s.cap:
+        return None
+    return Decision(
+        "escalate",
+        f"reflection depth cap {s.cap} reached",
+        forced=True,
+        stop_reason="depth_cap",
+        question=(
+            f"Reflection depth {s.cap} reached without converging: "
+            f"{_progress_line(s)}. How should I proceed?"
+        ),
+        suggested_responses=[
+            "accept the artifacts as they are",
+            "try again with clearer instructions: <your hint>",
+            "stop here",
+        ],
+    )
+
+
+def rule_budget(s: Situation) -> Decision | None:
+    """Rule 2: a budget is spent: state is kept, a human may resume with more."""
+    if s.exhausted is None:
+        return None
+    what = s.exhausted.replace("_", " ")
+    return Decision(
+        "escalate",
+        f"{what} exhausted",
+        forced=True,
+        stop_reason=s.exhausted,
+        status="budget_exhausted",
+        question=f"The {what} of this turn is spent ({_progress_line(s)}). Continue?",
+        suggested_responses=["continue with a higher budget", "stop here"],
+    )
+
+
+def rule_repeated_defect(s: Situation) -> Decision | None:
+    """Rule 3: the same defect twice in a row, or a step that failed twice: ask a human."""
+    repeated = sorted(set(s.defects) & set(s.previous_defects))
+    if repeated:
+        step_id, evidence = _defect_evidence(s, repeated[0])
+        return Decision(
+            "escalate",
+            f"step {step_id} repeated the same defect in two consecutive reflections",
+            forced=True,
+            stop_reason="repeated_defect",
+            question=f"Step {step_id} keeps failing with the same evidence: {evidence} "
+            "How should it be fixed?",
+            suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
+        )
+    failures: dict[str, int] = {}
+    for event in s.turn_events:
+        if event.get("action") == "result" and not event.get("passed"):
+            failures[event["step_id"]] = failures.get(event["step_id"], 0) + 1
+        elif event.get("action") == "error":
+            failures[event["step_id"]] = failures.get(event["step_id"], 0) + 1
+    twice = sorted(sid for sid, n in failures.items() if n >= 2)
+    if twice:
+        return Decision(
+            "escalate",
+            f"subagent failed twice on step {twice[0]}",
+            forced=True,
+            stop_reason="subagent_failed_twice",
+            question=f"The subagent failed twice on step {twice[0]}: "
+            f"{_last_observation(s, twice[0])} How should I proceed?",
+            suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
+        )
+    return None
+
+
+RULES = (rule_fatal_error, rule_progress, rule_depth_cap, rule_budget, rule_repeated_defect)
+
+
+def decide_by_rule(s: Situation) -> Decision | None:
+    """Apply the rules in design.md's order; None means the model must be asked."""
+    for rule in RULES:
+        if (decision := rule(s)) is not None:
+            return decision
+    return None
+
+
+def reflection_input(s: Situation) -> dict[str, Any]:
+    """The model's whole view: goal, plan, summaries and diff — never file contents."""
+    plan = s.plan or {"version": 0, "steps": []}
+    return {
+        "goal": s.goal,
+        "plan": {
+            "version": plan.get("version"),
+            "steps": [
+                {
+                    "step_id": st["step_id"],
+                    "action": st["action"],
+                    "depends_on": st["depends_on"],
+                    "expected_output": st["expected_output"],
+                    "done": is_done(st, s.files),
+                }
+                for st in plan.get("steps", [])
+            ],
+        },
+        "files": summarize_files(s.files, s.step),
+        "diff": plan_actual_diff(plan, s.files),
+        "ready_steps": [st["step_id"] for st in s.ready],
+        "step": s.step,
+        "reflection_depth": s.depth,
+        "max_reflection_depth": s.cap,
+    }
+
+
+def from_answer(answer: ReflectionAnswer) -> Decision:
+    """The model's answer as a decision, before validation."""
+    return Decision(
+        answer.decision,
+        answer.reason or answer.decision,
+        by="model",
+        final_answer=answer.final_answer,
+        question=answer.question,
+        suggested_responses=list(answer.suggested_responses),
+        stop_reason="model_escalated" if answer.decision == "escalate" else None,
+    )
+
+
+def failed_round(s: Situation, error: str) -> Decision:
+    """A reflection answer that stayed malformed: a lost round, never an ``end``."""
+    decision: DecisionName = "continue" if s.ready else "replan"
+    return Decision(decision, f"reflection answer malformed twice: {error}"[:300], forced=True)
+
+
+def validate_decision(d: Decision, s: Situation) -> Decision:
+    """Rule 5: overrule an ``end`` without evidence and a ``continue`` with nothing to do."""
+    if d.decision == "end":
+        done = s.done_files()
+        missing = [st["step_id"] for st in pending_steps(s.plan, s.files)]
+        if not done or (s.strict_end and missing):
+            why = "no artifact is done" if not done else f"steps {', '.join(missing)} not done"
+            return Decision(
+                "continue" if s.ready else "replan",
+                f"end overridden: {why}",
+                by=d.by,
+                forced=True,
+            )
+        if not d.final_answer:
+            d.final_answer = f"Done. Artifacts: {', '.join(done)}."
+    if d.decision == "continue" and not s.ready:
+        return Decision("replan", "continue overridden: no step is ready", by=d.by, forced=True)
+    if d.decision == "escalate" and not d.question:
+        d.question = d.reason or "How should I proceed?"
+    return d
+
+
+def log_entry(d: Decision, s: Situation) -> dict[str, Any]:
+    """The ``decisions`` log entry for one reflection."""
+    entry = {
+        "round": s.step,
+        "decision": d.decision,
+        "reason": d.reason,
+        "by": d.by,
+        "forced": d.forced,
+        "depth": s.depth + (1 if d.counts_depth else 0),
+        "defects": s.defects,
+    }
+    if d.stop_reason:
+        entry["stop_reason"] = d.stop_reason
+    return entry
+
+
+def escalation_payload(d: Decision, s: Situation, message_id: str | None) -> dict[str, Any]:
+    """What the human sees when the thread pauses (seed 000, Escalation format)."""
+    return {
+        "question": d.question or d.reason,
+        "artifacts_ready_for_review": s.done_files(),
+        "suggested_responses": d.suggested_responses,
+        "reflection_depth": s.depth + (1 if d.counts_depth else 0),
+        "reason": d.reason,
+        "stop_reason": d.stop_reason or "model_escalated",
+        "status": d.status or "awaiting_input",
+        "asked_after": message_id,
+    }
+
+
+def as_dict(d: Decision) -> dict[str, Any]:
+    return asdict(d)
+
+
+def _progress_line(s: Situation) -> str:
+    steps = (s.plan or {}).get("steps", [])
+    done = sum(1 for st in steps if is_done(st, s.files))
+    return f"{done} of {len(steps)} planned artifacts done"
+
+
+def _defect_evidence(s: Situation, signature: str) -> tuple[str, str]:
+    for event in reversed(s.round_events):
+        if event.get("defect") == signature:
+            return str(event.get("step_id")), str(event.get("observation", ""))[:200]
+    return "?", ""
+
+
+def _last_observation(s: Situation, step_id: str) -> str:
+    for event in reversed(s.turn_events):
+        if event.get("step_id") == step_id and event.get("action") in ("result", "error"):
+            return str(event.get("observation", ""))[:200]
+    return ""

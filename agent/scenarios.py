@@ -1,0 +1,244 @@
+"""Scripted scenarios (``scripted:<name>``): deterministic models for the demo and the tests.
+
+Each role answers from the prompt it is given, not from a call counter, so a thread paused
+in one process and resumed in another gets the same answers (design.md, CLI contract).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from agent.errors import ConfigError
+from agent.models import ScriptedChatModel, tool_call
+
+SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap")
+
+_ANSWER = re.compile(r"^Human answer to the last question \(empty if none\): (.*)$", re.M)
+_REASON = re.compile(r"^Why a new plan is needed \(empty on the first plan\): (.*)$", re.M)
+_STEP = re.compile(r"^step_id: (\S+)$", re.M)
+_INSTRUCTIONS = re.compile(r"^Your step: (.*)$", re.M)
+
+
+def _human(messages: list[BaseMessage]) -> str:
+    texts = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
+    return texts[0] if texts else ""
+
+
+def _step(step_id: str, action: str, text: str, output: str, check: Any, deps=()) -> dict:
+    return {
+        "step_id": step_id,
+        "depends_on": list(deps),
+        "action": action,
+        "instructions": text,
+        "expected_output": output,
+        "done_when": check,
+    }
+
+
+# ------------------------------------------------------------------------------ plans
+
+_SLUG_TESTS = '''from slugify import slugify
+
+
+def test_lowercases_and_joins_words():
+    assert slugify("Hello World") == "hello-world"
+
+
+def test_drops_punctuation():
+    assert slugify("Hello, World!") == "hello-world"
+'''
+_SLUG_BUGGY = '''import re
+
+
+def slugify(text: str) -> str:
+    """Lowercase the text and join its words with dashes."""
+    words = text.lower().split()
+    return "-".join(words)
+'''
+_SLUG_FIXED = _SLUG_BUGGY.replace(
+    "    words = text.lower().split()",
+    '    words = re.findall(r"[a-z0-9]+", text.lower())',
+)
+
+
+def _demo_plan(answer: str, reason: str) -> dict:
+    readme = "Write README.md for the slugify module, citing notes/requirements.md."
+    if reason:
+        readme += " It must have a Usage section with an example and say how to run pytest."
+    return {
+        "steps": [
+            _step("S1", "researcher", "Collect the requirements of a slugify helper.",
+                  "notes/requirements.md", {"kind": "contains", "all": ["lowercase", "dash"]}),
+            _step("S2", "coder", "Write pytest tests for slugify(text).",
+                  "test_slugify.py", {"kind": "regex", "pattern": r"def test_\w+"}),
+            _step("S3", "coder", "Implement slugify(text) in slugify.py so the tests pass.",
+                  "slugify.py", {"kind": "pytest", "tests": ["test_slugify.py"]}, ["S2"]),
+            _step("S4", "writer", readme, "README.md",
+                  {"kind": "contains", "all": ["slugify", "Usage", "pytest"]}, ["S1", "S3"]),
+        ]
+    }
+
+
+def _simple_plan(answer: str, reason: str) -> dict:
+    audience = f" Audience: {answer}." if answer else ""
+    extra = ""
+    return {
+        "steps": [
+            _step("S1", "researcher", f"Collect the key facts for the goal.{audience}{extra}",
+                  "notes.md", {"kind": "contains", "all": ["Facts"]}),
+            _step("S2", "writer", f"Write the report from notes.md.{audience}{extra}",
+                  "report.md", {"kind": "contains", "all": ["Report", "notes.md"]}, ["S1"]),
+        ]
+    }
+
+
+def _replan_plan(answer: str, reason: str) -> dict:
+    text = "Write summary.md for the goal."
+    if reason:
+        text += " Include a Sources section."
+    return {
+        "steps": [
+            _step("S1", "writer", text, "summary.md",
+                  {"kind": "contains", "all": ["Summary", "Sources"]}),
+        ]
+    }
+
+
+# ------------------------------------------------------------------------------ artifacts
+
+
+def _artifact(step_id: str, instructions: str, revision: bool) -> AnyCall:
+    """What a subagent writes, decided from its step and whether it is revising."""
+    if step_id == "S1" and "requirements" in instructions:
+        body = "# Requirements\n- lowercase the text\n- join words with a dash\n- drop punctuation\n"
+        return tool_call("write_file", path="notes/requirements.md", content=body)
+    if step_id == "S2" and "pytest tests" in instructions:
+        return tool_call("write_file", path="test_slugify.py", content=_SLUG_TESTS)
+    if step_id == "S3" and "slugify.py" in instructions:
+        if revision:  # the evidence names the failing assertion: patch just that line
+            return tool_call("edit_file", path="slugify.py",
+                             old="    words = text.lower().split()",
+                             new='    words = re.findall(r"[a-z0-9]+", text.lower())')
+        return tool_call("write_file", path="slugify.py", content=_SLUG_BUGGY)
+    if step_id == "S4":
+        body = "# slugify\nTurns titles into URL slugs; see notes/requirements.md.\n"
+        if "Usage section" in instructions:
+            body += '\n## Usage\n\n    slugify("Hello, World!")  # hello-world\n\nRun `pytest`.\n'
+        elif revision:
+            body += "\nTests live in test_slugify.py.\n"
+        return tool_call("write_file", path="README.md", content=body)
+    if "summary.md" in instructions:
+        body = "# Summary\nThe goal, in brief.\n"
+        if "Sources section" in instructions:
+            body += "\n## Sources\n- the goal statement\n"
+        elif revision:
+            body += "\nMore detail on the goal.\n"
+        return tool_call("write_file", path="summary.md", content=body)
+    if step_id == "S1":
+        return tool_call("write_file", path="notes.md", content=f"# Facts\n{instructions}\n")
+    return tool_call(
+        "write_file", path="report.md", content=f"# Report\nBased on notes.md. {instructions}\n"
+    )
+
+
+AnyCall = Any
+
+
+def _subagent(messages: list[BaseMessage]) -> Any:
+    if isinstance(messages[-1], ToolMessage):
+        return "Artifact written."
+    prompt = _human(messages)
+    step = _STEP.search(prompt)
+    instructions = _INSTRUCTIONS.search(prompt)
+    return _artifact(
+        step.group(1) if step else "S1",
+        instructions.group(1) if instructions else "",
+        revision="did not pass its check" in prompt,
+    )
+
+
+# ------------------------------------------------------------------------------ roles
+
+
+def _planner(plan_for: Callable[[str, str, dict], dict]) -> Callable[[list[BaseMessage]], Any]:
+    def respond(messages: list[BaseMessage]) -> Any:
+        prompt = _human(messages)
+        answer = (_ANSWER.search(prompt) or [None, ""])[1].strip()
+        reason = (_REASON.search(prompt) or [None, ""])[1].strip()
+        return plan_for(answer, reason, {"prompt": prompt})
+
+    return respond
+
+
+def _situation(messages: list[BaseMessage]) -> dict[str, Any]:
+    try:
+        return json.loads(_human(messages))
+    except json.JSONDecodeError:
+        return {}
+
+
+def _finish_or_go_on(s: dict[str, Any]) -> dict[str, Any]:
+    steps = s.get("plan", {}).get("steps", [])
+    if steps and all(st["done"] for st in steps):
+        names = ", ".join(st["expected_output"] for st in steps)
+        return {"decision": "end", "reason": "every artifact is done",
+                "final_answer": f"Done: {names} are written and checked."}
+    failed = [p for p, f in s.get("files", {}).items() if f.get("check") == "fail"]
+    if failed:
+        return {"decision": "replan",
+                "reason": f"{failed[0]} failed its check after revisions; sharpen its step"}
+    return {"decision": "continue", "reason": "steps remain"}
+
+
+def _reflection(decide: Callable[[dict[str, Any]], dict]) -> Callable[[list[BaseMessage]], Any]:
+    return lambda messages: decide(_situation(messages))
+
+
+def _escalating(s: dict[str, Any]) -> dict[str, Any]:
+    if s.get("plan", {}).get("version", 0) < 2:
+        return {"decision": "escalate", "reason": "the audience is ambiguous",
+                "question": "Who is the report for: engineers or executives?",
+                "suggested_responses": ["engineers", "executives"]}
+    return _finish_or_go_on(s)
+
+
+def _never_satisfied(s: dict[str, Any]) -> dict[str, Any]:
+    return {"decision": "replan", "reason": "the report could be sharper"}
+
+
+_PLANNERS: dict[str, Callable[[str, str, dict], dict]] = {
+    "demo": lambda a, r, _: _demo_plan(a, r),
+    "happy": lambda a, r, _: _simple_plan(a, r),
+    "replan": lambda a, r, _: _replan_plan(a, r),
+    "escalation": lambda a, r, _: _simple_plan(a, r),
+    "depth-cap": lambda a, r, _: _simple_plan(a, r),
+}
+_REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
+    "demo": _finish_or_go_on,
+    "happy": _finish_or_go_on,
+    "replan": _finish_or_go_on,
+    "escalation": _escalating,
+    "depth-cap": _never_satisfied,
+}
+
+
+def scenario_model(name: str, role: str) -> BaseChatModel:
+    """The scripted model playing ``role`` in scenario ``name``."""
+    if name not in SCENARIOS:
+        msg = f"unknown scripted scenario {name!r}; choose one of {', '.join(SCENARIOS)}"
+        raise ConfigError(msg)
+    if role == "planner":
+        responder = _planner(_PLANNERS[name])
+    elif role == "reflection":
+        responder = _reflection(_REFLECTIONS[name])
+    elif role == "critic":
+        responder = lambda _messages: {"issues": [], "score": 1.0}  # noqa: E731
+    else:
+        responder = _subagent
+    return ScriptedChatModel(responder=responder, name=f"scripted:{name}:{role}")

@@ -1,0 +1,331 @@
+"""What one subagent does for one plan step, as plain functions testable without a graph.
+
+Draft through a bounded tool-calling loop over the VFS tools, check the artifact, turn a
+failed check into a grounded critique, revise (patch or rewrite) inside ``revise_loop``, and
+report the outcome as file entries and trajectory events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.checks import run_check
+from agent.controller import LoopConfig, revise_loop
+from agent.critic import critique_from_check
+from agent.errors import ErrorClass, classify, describe
+from agent.models import Metered, merge_usage
+from agent.prompts import render
+from agent.vfs import PathError, Workspace, file_entry, scratch_prefix
+
+MAX_TOOL_TURNS = 12
+_TIMING = re.compile(r"\d+\.\d+s")  # pytest durations differ between identical failures
+
+
+class _NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _PathArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="Relative POSIX path, e.g. src/app.py")
+
+
+class _WriteArgs(_PathArgs):
+    content: str = Field(description="The whole new content of the file.")
+
+
+class _EditArgs(_PathArgs):
+    old: str = Field(description="The exact passage to replace; it must occur exactly once.")
+    new: str = Field(description="The replacement text.")
+
+
+def vfs_tools(workspace: Workspace) -> list[BaseTool]:
+    """The four filesystem tools, bound to one subagent's workspace."""
+
+    def ls() -> str:
+        return "\n".join(workspace.ls()) or "(no files)"
+
+    def read_file(path: str) -> str:
+        return workspace.read(path)
+
+    def write_file(path: str, content: str) -> str:
+        written = workspace.write(path, content)
+        return f"wrote {written} ({len(content.encode())} bytes)"
+
+    def edit_file(path: str, old: str, new: str) -> str:
+        edited = workspace.edit(path, old, new)
+        return f"edited {edited}"
+
+    specs = [
+        (ls, _NoArgs, "List the files you can read."),
+        (read_file, _PathArgs, "Read one file."),
+        (write_file, _WriteArgs, "Create or replace a file you may write."),
+        (edit_file, _EditArgs, "Replace one exact, unique passage of a file (a targeted patch)."),
+    ]
+    return [
+        StructuredTool.from_function(func=fn, name=fn.__name__, description=doc, args_schema=args)
+        for fn, args, doc in specs
+    ]
+
+
+def _summarise_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameter summary for the trajectory: paths and sizes, never whole contents."""
+    summary: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(value, str) and len(value) > 80:
+            summary[key] = f"<{len(value.encode())} bytes>"
+        else:
+            summary[key] = value
+    return summary
+
+
+def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> tuple[str, bool]:
+    """Run one tool call; errors come back as text for the model, never as an exception."""
+    name = call.get("name")
+    tool = tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        return f"invalid_input: unknown tool {name!r}; available: {', '.join(tools)}", False
+    args = call.get("args")
+    if not isinstance(args, Mapping):
+        return f"invalid_input: arguments of {name} must be an object", False
+    try:
+        return str(tool.invoke(dict(args))), True
+    except PathError as exc:
+        text = str(exc)
+        prefix = "" if text.startswith("permission_denied") else "invalid_input: "
+        return prefix + text, False
+    except Exception as exc:  # a tool error goes back to the model with its class
+        return f"{classify(exc).value}: {describe(exc)}", False
+
+
+@dataclass
+class StepRun:
+    """Everything one step produced, ready to become a state update."""
+
+    files: dict[str, Any] = field(default_factory=dict)
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def defect_signature(step_id: str, issues: list[Mapping[str, Any]]) -> str | None:
+    """Hash of a step's blocking evidence, stable across runs (timings removed)."""
+    blocking = [i for i in issues if i.get("severity") == "blocking"]
+    if not blocking:
+        return None
+    text = "|".join(f"{i.get('id')}:{_TIMING.sub('', str(i.get('evidence', '')))}" for i in blocking)
+    return hashlib.sha256(f"{step_id}|{text}".encode()).hexdigest()[:16]
+
+
+class StepWorker:
+    """Runs one plan step: the revise loop around a tool-calling generator."""
+
+    def __init__(
+        self,
+        *,
+        step: Mapping[str, Any],
+        goal: str,
+        inputs: Mapping[str, str],
+        round_no: int,
+        system_prompt: str,
+        model: Metered,
+        judge: BaseChatModel | None,
+        extra_tools: list[BaseTool] | None = None,
+        loop_config: LoopConfig | None = None,
+        max_tool_turns: int = MAX_TOOL_TURNS,
+    ) -> None:
+        self.step = step
+        self.step_id = str(step["step_id"])
+        self.goal = goal
+        self.round = round_no
+        self.system_prompt = system_prompt
+        self.model = model
+        self.judge = judge
+        self.max_tool_turns = max_tool_turns
+        self.loop_config = loop_config or LoopConfig()
+        self.workspace = Workspace(
+            inputs,
+            writable=[step["expected_output"]],
+            scratch=scratch_prefix(self.step_id),
+        )
+        self.tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
+        self.run = StepRun()
+        self._reports: dict[str, dict[str, Any]] = {}
+        self.fatal: tuple[ErrorClass, str] | None = None
+
+    # -- trajectory ---------------------------------------------------------------------
+    def _event(self, action: str, **data: Any) -> None:
+        self.run.trajectory.append(
+            {
+                "round": self.round,
+                "step_id": self.step_id,
+                "actor": self.step["action"],
+                "action": action,
+                **data,
+            }
+        )
+
+    # -- the three callables revise_loop drives ------------------------------------------
+    def _task_prompt(self, feedback: Mapping[str, Any] | None) -> list[BaseMessage]:
+        step = self.step
+        inputs = [p for p in self.workspace.ls() if not p.startswith("work/")]
+        values = {
+            "goal": self.goal,
+            "step_id": self.step_id,
+            "instructions": step["instructions"],
+            "expected_output": step["expected_output"],
+            "done_when": json.dumps(step.get("done_when")),
+            "scratch": scratch_prefix(self.step_id),
+            "inputs": "\n".join(f"- {p}" for p in inputs) or "(none)",
+        }
+        if feedback is None:
+            human = render("subagent_task", **values)
+        else:
+            issues = json.dumps(feedback.get("issues", []), indent=1)
+            human = render("subagent_revision", **values, mode=feedback.get("mode"), issues=issues)
+        return [SystemMessage(self.system_prompt), HumanMessage(human)]
+
+    def generate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
+        before = self.model.tokens
+        messages = self._task_prompt(feedback)
+        tools = list(self.tools.values())
+        for _ in range(self.max_tool_turns):
+            answer: AIMessage = self.model.invoke(messages, tools)
+            messages.append(answer)
+            if not answer.tool_calls:
+                break
+            for call in answer.tool_calls:
+                observation, ok = execute_tool_call(call, self.tools)
+                self._event(
+                    call.get("name") or "?",
+                    params=_summarise_args(call.get("args") or {}),
+                    observation=observation[:200],
+                    ok=ok,
+                )
+                messages.append(
+                    ToolMessage(
+                        observation, tool_call_id=call.get("id") or "", name=call.get("name")
+                    )
+                )
+        draft = self.workspace.contents().get(self.step["expected_output"], "")
+        return draft, self.model.tokens - before
+
+    def gather_evidence(self, draft: str) -> dict[str, Any]:
+        files = self.workspace.contents()
+        path = self.step["expected_output"]
+        report = dict(
+            run_check(self.step.get("done_when"), files, path, judge=self.judge, task=self.goal)
+        )
+        self._reports[_hash(draft)] = report
+        self._event(
+            "check",
+            check={k: report[k] for k in ("kind", "passed", "score")},
+            observation=str(report.get("evidence", ""))[:300],
+        )
+        return report
+
+    def critique(self, task: str, draft: str, evidence: Mapping[str, Any]) -> tuple[Any, int]:
+        # The check is the grounded critic (seed 003); a rubric check already asked the judge.
+        return critique_from_check(dict(evidence)), 0
+
+    # -- the whole step -----------------------------------------------------------------
+    def execute(self) -> StepRun:
+        """Run the step to a stop reason; a fatal model error is recorded, not raised."""
+        path = self.step["expected_output"]
+        try:
+            result = revise_loop(
+                self.step["instructions"],
+                self.generate,
+                self.gather_evidence,
+                self.critique,
+                config=self.loop_config,
+            )
+        except Exception as exc:
+            error_class = classify(exc)
+            if error_class is ErrorClass.TRANSIENT:
+                raise  # the node's RetryPolicy retries the whole step
+            self.fatal = (error_class, describe(exc))
+            self._event("error", error_class=error_class.value, observation=describe(exc))
+            self.run.usage = merge_usage(self.run.usage, self.model.usage)
+            return self.run
+        best = result.best or ""
+        if self.workspace.contents().get(path, None) != best and best:
+            self.workspace.write(path, best)
+        report = self._reports.get(_hash(best)) or {
+            "kind": "none",
+            "passed": False,
+            "score": 0.0,
+            "evidence": f"{path} was not produced",
+        }
+        passed = bool(result.converged and report.get("passed"))
+        issues = list(result.issues or [])
+        signature = (
+            None
+            if passed
+            else defect_signature(
+                self.step_id,
+                issues
+                or [
+                    {"id": "check", "severity": "blocking", "evidence": report.get("evidence", "")}
+                ],
+            )
+        )
+        for scratch_path, content in self.workspace.written.items():
+            if scratch_path != path:
+                self.run.files[scratch_path] = file_entry(
+                    content, step=self.round, status="active", step_id=self.step_id
+                )
+        if best or path in self.workspace.written:
+            self.run.files[path] = file_entry(
+                best,
+                step=self.round,
+                status="done" if passed else "failed",
+                step_id=self.step_id,
+                check=report,
+                stop_reason=result.stop_reason,
+                rounds=result.rounds,
+                defect=signature,
+            )
+        critique_path = f"{scratch_prefix(self.step_id)}critique.json"
+        if passed:
+            if critique_path in self.workspace.ls():
+                self.run.files[critique_path] = None
+        else:
+            body = json.dumps(
+                {"step_id": self.step_id, "stop_reason": result.stop_reason, "open_issues": issues},
+                indent=1,
+            )
+            self.run.files[critique_path] = file_entry(
+                body,
+                step=self.round,
+                status="active",
+                step_id=self.step_id,
+                kind="critique",
+                defect=signature,
+            )
+        self._event(
+            "result",
+            passed=passed,
+            stop_reason=result.stop_reason,
+            rounds=result.rounds,
+            defect=signature,
+            observation=str(report.get("evidence", ""))[:300],
+        )
+        self.run.usage = merge_usage(self.run.usage, self.model.usage)
+        return self.run
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+JudgeFactory = Callable[[], BaseChatModel | None]
