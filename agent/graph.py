@@ -1,8 +1,8 @@
 """The deep-agent graph, wired exactly as the diagram in design.md.
 
-    START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
-                 └──(nothing ready)──────────► reflection  ├─ end ─► finalize ─► END
-                                                           └─ escalate ─► (pause) ─► planner
+START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
+             └──(nothing ready)──────────► reflection  ├─ end ─► finalize ─► END
+                                                       └─ escalate ─► (pause) ─► planner
 """
 
 from __future__ import annotations

@@ -192,7 +192,9 @@ class Nodes:
                     break
                 messages += [
                     AIMessage(raw[:2000] if draft is None else draft.model_dump_json()[:4000]),
-                    HumanMessage(render("planner_retry", errors="\n".join(f"- {e}" for e in errors))),
+                    HumanMessage(
+                        render("planner_retry", errors="\n".join(f"- {e}" for e in errors))
+                    ),
                 ]
         except Exception as exc:
             return {"usage": metered.usage, **_model_failure(exc, "planner", state)}
@@ -236,14 +238,14 @@ class Nodes:
         files = state.get("files") or {}
         by_id = {s["step_id"]: s for s in plan["steps"]}
         ctx = as_context(runtime.context)
-        spent = total_tokens(state.get("usage")) - int((state.get("turn") or {}).get("start_tokens", 0))
+        spent = total_tokens(state.get("usage")) - int(
+            (state.get("turn") or {}).get("start_tokens", 0)
+        )
         dispatch = [by_id[sid] for sid in state.get("dispatch") or [] if sid in by_id]
         if not dispatch:
             return "reflection"
         allowance = max(1, (ctx.token_budget - spent) // len(dispatch))
-        return [
-            Send("subagent", self._task(step, state, files, allowance)) for step in dispatch
-        ]
+        return [Send("subagent", self._task(step, state, files, allowance)) for step in dispatch]
 
     def _task(
         self, step: Mapping[str, Any], state: Mapping[str, Any], files: Mapping, allowance: int
@@ -429,8 +431,14 @@ def _failed(stop_reason: str, reason: str) -> dict[str, Any]:
         "status": "failed",
         "stop_reason": stop_reason,
         "decisions": [
-            {"round": None, "decision": "fail", "reason": reason, "by": "rule", "forced": True,
-             "stop_reason": stop_reason}
+            {
+                "round": None,
+                "decision": "fail",
+                "reason": reason,
+                "by": "rule",
+                "forced": True,
+                "stop_reason": stop_reason,
+            }
         ],
     }
 
@@ -441,8 +449,11 @@ def _model_failure(exc: Exception, role: str, state: Mapping[str, Any]) -> dict[
     if error_class is ErrorClass.TRANSIENT:
         raise exc
     evidence = f"{role} model: {describe(exc)}"
-    if error_class in (ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED,
-                       ErrorClass.INVALID_INPUT):
+    if error_class in (
+        ErrorClass.PERMISSION_DENIED,
+        ErrorClass.POLICY_REJECTED,
+        ErrorClass.INVALID_INPUT,
+    ):
         return _failed(error_class.value, evidence)
     decision = rules.Decision(
         "escalate",

@@ -1,4 +1,4 @@
-"""Executable plans (seed 001): validated steps, readiness, replanning and the plan-vs-actual diff."""
+"""Executable plans (seed 001): validated steps, readiness, replanning, plan-vs-actual diff."""
 
 from __future__ import annotations
 

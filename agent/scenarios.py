@@ -43,7 +43,7 @@ def _step(step_id: str, action: str, text: str, output: str, check: Any, deps=()
 
 # ------------------------------------------------------------------------------ plans
 
-_SLUG_TESTS = '''from slugify import slugify
+_SLUG_TESTS = """from slugify import slugify
 
 
 def test_lowercases_and_joins_words():
@@ -52,7 +52,7 @@ def test_lowercases_and_joins_words():
 
 def test_drops_punctuation():
     assert slugify("Hello, World!") == "hello-world"
-'''
+"""
 _SLUG_BUGGY = '''import re
 
 
@@ -73,14 +73,36 @@ def _demo_plan(answer: str, reason: str) -> dict:
         readme += " It must have a Usage section with an example and say how to run pytest."
     return {
         "steps": [
-            _step("S1", "researcher", "Collect the requirements of a slugify helper.",
-                  "notes/requirements.md", {"kind": "contains", "all": ["lowercase", "dash"]}),
-            _step("S2", "coder", "Write pytest tests for slugify(text).",
-                  "test_slugify.py", {"kind": "regex", "pattern": r"def test_\w+"}),
-            _step("S3", "coder", "Implement slugify(text) in slugify.py so the tests pass.",
-                  "slugify.py", {"kind": "pytest", "tests": ["test_slugify.py"]}, ["S2"]),
-            _step("S4", "writer", readme, "README.md",
-                  {"kind": "contains", "all": ["slugify", "Usage", "pytest"]}, ["S1", "S3"]),
+            _step(
+                "S1",
+                "researcher",
+                "Collect the requirements of a slugify helper.",
+                "notes/requirements.md",
+                {"kind": "contains", "all": ["lowercase", "dash"]},
+            ),
+            _step(
+                "S2",
+                "coder",
+                "Write pytest tests for slugify(text).",
+                "test_slugify.py",
+                {"kind": "regex", "pattern": r"def test_\w+"},
+            ),
+            _step(
+                "S3",
+                "coder",
+                "Implement slugify(text) in slugify.py so the tests pass.",
+                "slugify.py",
+                {"kind": "pytest", "tests": ["test_slugify.py"]},
+                ["S2"],
+            ),
+            _step(
+                "S4",
+                "writer",
+                readme,
+                "README.md",
+                {"kind": "contains", "all": ["slugify", "Usage", "pytest"]},
+                ["S1", "S3"],
+            ),
         ]
     }
 
@@ -90,10 +112,21 @@ def _simple_plan(answer: str, reason: str) -> dict:
     extra = ""
     return {
         "steps": [
-            _step("S1", "researcher", f"Collect the key facts for the goal.{audience}{extra}",
-                  "notes.md", {"kind": "contains", "all": ["Facts"]}),
-            _step("S2", "writer", f"Write the report from notes.md.{audience}{extra}",
-                  "report.md", {"kind": "contains", "all": ["Report", "notes.md"]}, ["S1"]),
+            _step(
+                "S1",
+                "researcher",
+                f"Collect the key facts for the goal.{audience}{extra}",
+                "notes.md",
+                {"kind": "contains", "all": ["Facts"]},
+            ),
+            _step(
+                "S2",
+                "writer",
+                f"Write the report from notes.md.{audience}{extra}",
+                "report.md",
+                {"kind": "contains", "all": ["Report", "notes.md"]},
+                ["S1"],
+            ),
         ]
     }
 
@@ -104,8 +137,13 @@ def _replan_plan(answer: str, reason: str) -> dict:
         text += " Include a Sources section."
     return {
         "steps": [
-            _step("S1", "writer", text, "summary.md",
-                  {"kind": "contains", "all": ["Summary", "Sources"]}),
+            _step(
+                "S1",
+                "writer",
+                text,
+                "summary.md",
+                {"kind": "contains", "all": ["Summary", "Sources"]},
+            ),
         ]
     }
 
@@ -116,15 +154,20 @@ def _replan_plan(answer: str, reason: str) -> dict:
 def _artifact(step_id: str, instructions: str, revision: bool) -> AnyCall:
     """What a subagent writes, decided from its step and whether it is revising."""
     if step_id == "S1" and "requirements" in instructions:
-        body = "# Requirements\n- lowercase the text\n- join words with a dash\n- drop punctuation\n"
+        body = (
+            "# Requirements\n- lowercase the text\n- join words with a dash\n- drop punctuation\n"
+        )
         return tool_call("write_file", path="notes/requirements.md", content=body)
     if step_id == "S2" and "pytest tests" in instructions:
         return tool_call("write_file", path="test_slugify.py", content=_SLUG_TESTS)
     if step_id == "S3" and "slugify.py" in instructions:
         if revision:  # the evidence names the failing assertion: patch just that line
-            return tool_call("edit_file", path="slugify.py",
-                             old="    words = text.lower().split()",
-                             new='    words = re.findall(r"[a-z0-9]+", text.lower())')
+            return tool_call(
+                "edit_file",
+                path="slugify.py",
+                old="    words = text.lower().split()",
+                new='    words = re.findall(r"[a-z0-9]+", text.lower())',
+            )
         return tool_call("write_file", path="slugify.py", content=_SLUG_BUGGY)
     if step_id == "S4":
         body = "# slugify\nTurns titles into URL slugs; see notes/requirements.md.\n"
@@ -187,12 +230,17 @@ def _finish_or_go_on(s: dict[str, Any]) -> dict[str, Any]:
     steps = s.get("plan", {}).get("steps", [])
     if steps and all(st["done"] for st in steps):
         names = ", ".join(st["expected_output"] for st in steps)
-        return {"decision": "end", "reason": "every artifact is done",
-                "final_answer": f"Done: {names} are written and checked."}
+        return {
+            "decision": "end",
+            "reason": "every artifact is done",
+            "final_answer": f"Done: {names} are written and checked.",
+        }
     failed = [p for p, f in s.get("files", {}).items() if f.get("check") == "fail"]
     if failed:
-        return {"decision": "replan",
-                "reason": f"{failed[0]} failed its check after revisions; sharpen its step"}
+        return {
+            "decision": "replan",
+            "reason": f"{failed[0]} failed its check after revisions; sharpen its step",
+        }
     return {"decision": "continue", "reason": "steps remain"}
 
 
@@ -202,9 +250,12 @@ def _reflection(decide: Callable[[dict[str, Any]], dict]) -> Callable[[list[Base
 
 def _escalating(s: dict[str, Any]) -> dict[str, Any]:
     if s.get("plan", {}).get("version", 0) < 2:
-        return {"decision": "escalate", "reason": "the audience is ambiguous",
-                "question": "Who is the report for: engineers or executives?",
-                "suggested_responses": ["engineers", "executives"]}
+        return {
+            "decision": "escalate",
+            "reason": "the audience is ambiguous",
+            "question": "Who is the report for: engineers or executives?",
+            "suggested_responses": ["engineers", "executives"],
+        }
     return _finish_or_go_on(s)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from agent.errors import ConfigError
 from agent.prompts import load_prompt

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +122,8 @@ def defect_signature(step_id: str, issues: list[Mapping[str, Any]]) -> str | Non
     blocking = [i for i in issues if i.get("severity") == "blocking"]
     if not blocking:
         return None
-    text = "|".join(f"{i.get('id')}:{_TIMING.sub('', str(i.get('evidence', '')))}" for i in blocking)
+    parts = [f"{i.get('id')}:{_TIMING.sub('', str(i.get('evidence', '')))}" for i in blocking]
+    text = "|".join(parts)
     return hashlib.sha256(f"{step_id}|{text}".encode()).hexdigest()[:16]
 
 
@@ -159,7 +160,6 @@ class StepWorker:
         )
         self.tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
         self.run = StepRun()
-        self._reports: dict[str, dict[str, Any]] = {}
         self.fatal: tuple[ErrorClass, str] | None = None
 
     # -- trajectory ---------------------------------------------------------------------
@@ -225,7 +225,6 @@ class StepWorker:
         report = dict(
             run_check(self.step.get("done_when"), files, path, judge=self.judge, task=self.goal)
         )
-        self._reports[_hash(draft)] = report
         self._event(
             "check",
             check={k: report[k] for k in ("kind", "passed", "score")},
@@ -260,7 +259,7 @@ class StepWorker:
         best = result.best or ""
         if self.workspace.contents().get(path, None) != best and best:
             self.workspace.write(path, best)
-        report = self._reports.get(_hash(best)) or {
+        report = dict(result.evidence or {}) or {
             "kind": "none",
             "passed": False,
             "score": 0.0,
@@ -322,10 +321,3 @@ class StepWorker:
         )
         self.run.usage = merge_usage(self.run.usage, self.model.usage)
         return self.run
-
-
-def _hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
-
-
-JudgeFactory = Callable[[], BaseChatModel | None]

@@ -1,0 +1,104 @@
+"""Test doubles shared by the suite: plans, scripted role models, a graph on SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agent import Context, ScriptedChatModel, build_graph
+from agent.models import tool_call
+
+
+def step(
+    step_id: str,
+    output: str,
+    *,
+    action: str = "writer",
+    deps: tuple[str, ...] = (),
+    check: Any = None,
+    text: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "step_id": step_id,
+        "depends_on": list(deps),
+        "action": action,
+        "instructions": text or f"Write {output}.",
+        "expected_output": output,
+        "done_when": check if check is not None else {"kind": "non_empty"},
+    }
+
+
+def chain(n: int, size: int = 20) -> list[dict[str, Any]]:
+    """A sequential plan of n steps, each writing one file."""
+    return [
+        step(f"S{i}", f"out/part{i:03d}.md", deps=(f"S{i - 1}",) if i > 1 else ())
+        for i in range(1, n + 1)
+    ]
+
+
+def human_text(messages: list[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in messages if isinstance(m, HumanMessage))
+
+
+def writer(contents: Callable[[str, str, bool], str] | Mapping[str, str] | None = None):
+    """A subagent responder: writes the step's output (content chosen per step), then stops."""
+
+    def respond(messages: list[BaseMessage]) -> Any:
+        if isinstance(messages[-1], ToolMessage):
+            return "written"
+        prompt = human_text(messages)
+        step_id = prompt.split("step_id: ", 1)[1].split("\n", 1)[0]
+        path = prompt.split("Write the artifact: ", 1)[1].split("\n", 1)[0] if (
+            "Write the artifact: " in prompt
+        ) else prompt.split("The artifact ", 1)[1].split(" did not pass", 1)[0]
+        revision = "did not pass its check" in prompt
+        if callable(contents):
+            body = contents(step_id, path, revision)
+        elif contents is not None:
+            body = contents.get(step_id, f"content of {path}\n")
+        else:
+            body = f"content of {path}\n"
+        return tool_call("write_file", path=path, content=body)
+
+    return respond
+
+
+def models(
+    plan: list[dict[str, Any]] | list[Any],
+    reflections: list[Any] | None = None,
+    subagent: Callable | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Per-role scripted models: a planner script, a reflection script, one subagent responder."""
+    planner = ScriptedChatModel(
+        [{"steps": plan}] if plan and isinstance(plan[0], dict) and "step_id" in plan[0] else plan
+    )
+    roles: dict[str, Any] = {
+        "planner": planner,
+        "reflection": ScriptedChatModel(reflections or []),
+        "critic": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
+        "default": ScriptedChatModel(responder=subagent or writer()),
+    }
+    roles.update(extra)
+    return roles
+
+
+END = {"decision": "end", "reason": "all done", "final_answer": "Done: see the artifacts."}
+
+
+def sqlite_graph(tmp_path: Path, roles: Mapping[str, Any], **kwargs: Any):
+    """The compiled graph on a real SQLite checkpointer in ``tmp_path``."""
+    conn = sqlite3.connect(str(tmp_path / "threads.sqlite"), check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    kwargs.setdefault("retry_policy", None)
+    return build_graph(models=roles, checkpointer=saver, **kwargs), conn
+
+
+def ctx(**overrides: Any) -> Context:
+    return Context(**{"model": "scripted:happy", **overrides})

@@ -1,0 +1,82 @@
+import pytest
+
+from agent.plan import merge_replan, parse_plan, plan_actual_diff, ready_steps
+from agent.vfs import file_entry
+from tests.fakes import chain, step
+
+ACTIONS = {"writer", "coder", "researcher", "critic"}
+
+
+def parse(steps, max_steps=50):
+    return parse_plan({"steps": steps}, actions=ACTIONS, max_steps=max_steps)
+
+
+def test_valid_plan_parses():
+    steps, errors = parse(chain(3))
+    assert errors == [] and [s.step_id for s in steps] == ["S1", "S2", "S3"]
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ([step("S1", "a.md"), step("S1", "b.md")], "duplicate step_id 'S1'"),
+        ([step("S1", "a.md", deps=("S9",))], "unknown step 'S9'"),
+        ([step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))], "cycle"),
+        ([step("S1", "a.md"), step("S2", "a.md")], "both produce 'a.md'"),
+        ([step("S1", "a.md", action="shell")], "unknown action 'shell'"),
+        ([step("S1", "../a.md")], "climbs out"),
+        ([step("S1", "work/S1/a.md")], "scratch space"),
+        ([], "no steps"),
+        ([step("S1", "a.md", check={"kind": "teleport"})], "done_when"),
+    ],
+)
+def test_invalid_plans_are_explained(steps, message):
+    parsed, errors = parse(steps)
+    assert parsed is None
+    assert any(message in e for e in errors), errors
+
+
+def test_a_huge_plan_is_rejected_without_validating_each_step():
+    parsed, errors = parse(chain(10_000), max_steps=50)
+    assert parsed is None and errors == ["the plan has 10000 steps; at most 50 are allowed"]
+
+
+def test_malformed_plan_data_is_an_error_not_an_exception():
+    parsed, errors = parse_plan({"steps": [{"step_id": 3}]}, actions=ACTIONS, max_steps=5)
+    assert parsed is None and errors
+    parsed, errors = parse_plan("not a plan", actions=ACTIONS, max_steps=5)
+    assert parsed is None and errors
+
+
+def test_plan_actual_diff_matches_seed_000():
+    plan = {"steps": [step("S1", "a.md"), step("S2", "b.md")]}
+    files = {"a.md": {}, "extra.md": {}}
+    assert plan_actual_diff(plan, files) == {
+        "expected_not_produced": ["b.md"],
+        "produced_not_expected": ["extra.md"],
+        "overlap": ["a.md"],
+        "completion_ratio": 0.5,
+    }
+    seed_shape = {"subtasks": [{"expected_artifact": "a.md"}]}
+    assert plan_actual_diff(seed_shape, files)["completion_ratio"] == 1.0
+
+
+def test_ready_steps_follow_depends_on():
+    plan = {"version": 1, "steps": [step("S1", "a.md"), step("S2", "b.md"), step("S3", "c.md", deps=("S1", "S2"))]}
+    assert [s["step_id"] for s in ready_steps(plan, {})] == ["S1", "S2"]
+    done = {"a.md": file_entry("a", step=1, status="done")}
+    assert [s["step_id"] for s in ready_steps(plan, done)] == ["S2"]
+    failed_b = {**done, "b.md": file_entry("b", step=1, status="failed")}
+    assert [s["step_id"] for s in ready_steps(plan, failed_b)] == ["S2"]
+
+
+def test_replan_keeps_done_unaffected_steps_and_reruns_affected_ones():
+    old_steps = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",)), step("S3", "c.md", deps=("S2",))]
+    old = {"version": 1, "steps": old_steps}
+    files = {p: file_entry(p, step=1, status="done") for p in ("a.md", "b.md", "c.md")}
+    changed = [old_steps[0], step("S2", "b.md", deps=("S1",), text="Write b.md better."), old_steps[2]]
+    new_steps, errors = parse(changed)
+    plan, stale = merge_replan(old, new_steps, files)
+    assert plan["version"] == 2
+    # S2 changed, and S3 depends on it: both are re-run; S1 is kept.
+    assert stale == ["b.md", "c.md"]
