@@ -93,6 +93,7 @@ END = {"decision": "end", "reason": "all done", "final_answer": "Done: see the a
 
 def sqlite_graph(tmp_path: Path, roles: Mapping[str, Any], **kwargs: Any):
     """The compiled graph on a real SQLite checkpointer in ``tmp_path``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(tmp_path / "threads.sqlite"), check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()

@@ -1,0 +1,271 @@
+"""Scenario tests: the compiled graph end to end on scripted models and a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import HumanMessage
+
+from agent import ScriptedChatModel, resume, run
+from agent.runner import thread_config
+from tests.fakes import END, chain, ctx, models, sqlite_graph, step, writer
+
+CONTAINS_OK = {"kind": "contains", "all": ["OK"]}
+
+
+def reflection_calls(roles) -> int:
+    return len(roles["reflection"].calls)
+
+
+def test_run_ends_with_success_and_a_result(tmp_path):
+    roles = models([step("S1", "a.md"), step("S2", "b.md", deps=("S1",))], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "write two files", context=ctx(), thread_id="t1")
+    assert result["status"] == "success" and result["stop_reason"] == "end"
+    assert result["converged"] is True
+    assert set(result["artifacts"]) == {"a.md", "b.md"}
+    values = graph.get_state(thread_config("t1")).values
+    assert values["messages"][-1].content == END["final_answer"]
+    assert values["result"]["status"] == "success"
+    assert [d["by"] for d in values["decisions"]] == ["rule", "model"]
+
+
+def test_parallel_steps_fan_out_up_to_max_parallel(tmp_path):
+    plan = [step(f"S{i}", f"f{i}.md") for i in range(1, 4)]
+    graph, _ = sqlite_graph(tmp_path, models(plan, [END]))
+    run(graph, "three files", context=ctx(max_parallel=2), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    rounds = {}
+    for event in values["trajectory"]:
+        if event["action"] == "result":
+            rounds.setdefault(event["round"], []).append(event["step_id"])
+    assert rounds == {1: ["S1", "S2"], 2: ["S3"]} or rounds == {1: ["S2", "S1"], 2: ["S3"]}
+
+
+def test_replan_keeps_finished_work_and_bumps_the_version(tmp_path):
+    v1 = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",), check=CONTAINS_OK)]
+    v2 = [v1[0], step("S2", "b.md", deps=("S1",), check=CONTAINS_OK, text="Write b.md with OK.")]
+    written = []
+
+    def content(step_id, path, revision):
+        written.append(step_id)
+        return "OK\n" if step_id == "S2" and len(written) > 2 else f"draft of {path}\n"
+
+    replan = {"decision": "replan", "reason": "b.md lacks OK"}
+    roles = models([{"steps": v1}, {"steps": v2}], [replan, END], writer(content))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(max_revisions=0), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    assert result["status"] == "success" and result["plan_version"] == 2
+    assert [p["version"] for p in values["plan_history"]] == [1]
+    assert written.count("S1") == 1  # done and unaffected: never regenerated
+    assert values["files"]["b.md"]["content"] == "OK\n"
+
+
+def test_escalation_pauses_and_a_new_message_on_the_thread_resumes_it(tmp_path):
+    ask = {"decision": "escalate", "question": "Which year?", "suggested_responses": ["2024"]}
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    paused = run(graph, "summarise the filing", context=ctx(), thread_id="t")
+    assert paused["status"] == "awaiting_input" and paused["stop_reason"] == "model_escalated"
+    snapshot = graph.get_state(thread_config("t"))
+    assert snapshot.next == ("planner",)  # interrupt_after escalate
+    escalation = snapshot.values["escalation"]
+    assert escalation["question"] == "Which year?"
+    assert escalation["artifacts_ready_for_review"] == ["a.md"]
+    assert escalation["suggested_responses"] == ["2024"]
+    assert escalation["reflection_depth"] == 1
+
+    done = resume(graph, "t", "2024", context=ctx())
+    values = graph.get_state(thread_config("t")).values
+    assert done["status"] == "success"
+    assert values["escalation"] is None
+    assert "2024" in str(roles["planner"].calls[-1][-1].content)  # the answer reached the planner
+
+
+def test_resuming_without_an_answer_pauses_again_without_any_model_call(tmp_path):
+    ask = {"decision": "escalate", "question": "Which year?"}
+    roles = models([step("S1", "a.md")], [ask])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(), thread_id="t")
+    before = {role: len(m.calls) for role, m in roles.items()}
+    again = resume(graph, "t", None, context=ctx())
+    assert again["status"] == "awaiting_input"
+    assert again["escalation"]["question"] == "Which year?"
+    assert {role: len(m.calls) for role, m in roles.items()} == before
+    questions = [
+        m for m in graph.get_state(thread_config("t")).values["messages"]
+        if m.type == "ai" and "Which year?" in str(m.content)
+    ]
+    assert len(questions) == 1
+
+
+def test_depth_cap_forces_escalate_without_model_call(tmp_path):
+    replan = {"decision": "replan", "reason": "could be better"}
+    roles = models([{"steps": [step("S1", "a.md")]}] * 5, [replan] * 5)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(workload="qa"), thread_id="t")
+    assert result["status"] == "awaiting_input" and result["stop_reason"] == "depth_cap"
+    assert reflection_calls(roles) == 2  # qa caps depth at 2; the third reflection is forced
+    last = graph.get_state(thread_config("t")).values["decisions"][-1]
+    assert last["forced"] is True and last["by"] == "rule"
+
+
+def test_end_without_all_artifacts_done_is_overridden(tmp_path):
+    attempts = []
+
+    def content(step_id, path, revision):
+        attempts.append(step_id)
+        return "OK" if attempts.count(step_id) > 1 else "not yet"
+
+    plan = [step("S1", "a.md", check=CONTAINS_OK)]
+    roles = models(plan, [END, END], writer(content))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(max_revisions=0), thread_id="t")
+    decisions = graph.get_state(thread_config("t")).values["decisions"]
+    assert decisions[0]["decision"] == "continue" and decisions[0]["forced"]
+    assert decisions[0]["reason"].startswith("end overridden")
+    assert result["status"] == "success"
+
+
+def test_repeated_defect_escalates(tmp_path):
+    plan = [step("S1", "a.md", check=CONTAINS_OK)]
+    go_on = {"decision": "continue", "reason": "retry"}
+    roles = models(plan, [go_on, go_on], writer(lambda *_: "always wrong"))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(max_revisions=0), thread_id="t")
+    assert result["status"] == "awaiting_input"
+    assert result["stop_reason"] == "repeated_defect"
+    assert "a.md lacks" in result["escalation"]["question"]
+    assert reflection_calls(roles) == 1
+
+
+def test_budget_exhaustion_saves_state_and_resumes_with_a_higher_budget(tmp_path):
+    roles = models([{"steps": chain(3)}] * 2, [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(token_budget=1500), thread_id="t")
+    assert result["status"] == "budget_exhausted" and result["stop_reason"] == "token_budget"
+    done_before = [p for p, a in result["artifacts"].items() if a["status"] == "done"]
+    assert done_before  # work done before the budget ran out is kept
+    finished = resume(graph, "t", "continue with a higher budget", context=ctx())
+    assert finished["status"] == "success"
+
+
+def test_step_budget_stops_a_long_plan(tmp_path):
+    graph, _ = sqlite_graph(tmp_path, models(chain(5), [END]))
+    result = run(graph, "goal", context=ctx(max_steps=2), thread_id="t")
+    assert result["status"] == "budget_exhausted" and result["stop_reason"] == "step_budget"
+
+
+def test_malformed_planner_answer_is_retried_once_with_the_errors(tmp_path):
+    roles = models(["this is not a plan", {"steps": [step("S1", "a.md")]}], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert result["status"] == "success"
+    retry_prompt = str(roles["planner"].calls[1][-1].content)
+    assert "That plan is invalid" in retry_prompt and "not a valid plan" in retry_prompt
+
+
+def test_an_invalid_plan_twice_escalates(tmp_path):
+    cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
+    roles = models([{"steps": cyclic}, {"steps": cyclic}], [])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert result["status"] == "awaiting_input" and result["stop_reason"] == "invalid_plan"
+    assert "cycle" in result["escalation"]["question"]
+    assert reflection_calls(roles) == 0
+
+
+def test_malformed_reflection_answer_is_a_failed_round_never_an_end(tmp_path):
+    attempts = []
+
+    def content(step_id, path, revision):
+        attempts.append(step_id)
+        return "OK" if len(attempts) > 1 else "draft"
+
+    plan = [step("S1", "a.md", check=CONTAINS_OK)]
+    roles = models(plan, ["{not json", "still not json", END], writer(content))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(max_revisions=0), thread_id="t")
+    first = graph.get_state(thread_config("t")).values["decisions"][0]
+    assert first["decision"] == "continue" and "malformed twice" in first["reason"]
+    assert result["status"] == "success"
+
+
+def test_empty_goal_is_rejected_as_invalid_input(tmp_path):
+    roles = models([step("S1", "a.md")], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "   ", context=ctx(), thread_id="t")
+    assert result["status"] == "failed" and result["stop_reason"] == "invalid_input"
+    assert len(roles["planner"].calls) == 0
+
+
+def test_thirty_step_plan_needs_one_model_reflection(tmp_path):
+    roles = models(chain(30), [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "thirty parts", context=ctx(), thread_id="t")
+    assert result["status"] == "success"
+    assert reflection_calls(roles) == 1
+    assert ctx().depth_cap() == 4
+
+
+def _reflection_prompt(tmp_path, size: int) -> str:
+    marker = "CONTENT-MARKER"
+    body = (marker + " ") * (size // 15)
+    roles = models(chain(3), [END], writer(lambda *_: body))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(token_budget=10**8), thread_id=f"t{size}")
+    prompt = "\n".join(str(m.content) for m in roles["reflection"].calls[0])
+    assert marker not in prompt
+    return prompt
+
+
+def test_reflection_prompt_holds_no_content_and_does_not_grow_with_it(tmp_path):
+    small = _reflection_prompt(tmp_path / "small", 1_000)
+    large = _reflection_prompt(tmp_path / "large", 1_000_000)
+    assert abs(len(large) - len(small)) < 30  # only the byte counts' digits differ
+
+
+def test_sqlite_storage_grows_linearly_with_files_written(tmp_path):
+    def db_bytes(n: int) -> int:
+        roles = models(chain(n), [END], writer(lambda s, p, r: f"{p}\n" + "x" * 10_000))
+        graph, conn = sqlite_graph(tmp_path / str(n), roles)
+        run(graph, "goal", context=ctx(), thread_id="t")
+        rows = conn.execute(
+            "SELECT COALESCE(SUM(LENGTH(checkpoint)),0) + COALESCE(SUM(LENGTH(metadata)),0) "
+            "FROM checkpoints"
+        ).fetchone()[0]
+        writes = conn.execute("SELECT COALESCE(SUM(LENGTH(value)),0) FROM writes").fetchone()[0]
+        return rows + writes
+
+    ten, twenty = db_bytes(10), db_bytes(20)
+    # Linear: twice the files, about twice the bytes. A plain dict channel re-stores every
+    # file in every checkpoint, which makes this ratio about 4 (quadratic).
+    assert twenty / ten < 2.5, (ten, twenty)
+
+
+def test_a_new_message_after_success_starts_a_new_turn(tmp_path):
+    roles = models(
+        [{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md"), step("S2", "b.md")]}],
+        [END, END],
+    )
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "first goal", context=ctx(), thread_id="t")
+    graph.invoke({"messages": [HumanMessage("also write b.md")]}, thread_config("t"), context=ctx())
+    values = graph.get_state(thread_config("t")).values
+    assert values["goal"] == "also write b.md"
+    assert values["status"] == "success" and values["plan"]["version"] == 2
+    assert json.loads(json.dumps(values["files"]["a.md"]))["status"] == "done"
+
+
+def test_scripted_model_string_runs_the_demo_scenario(tmp_path):
+    from tests.fakes import sqlite_graph as make
+
+    graph, _ = make(tmp_path, {})
+    result = run(graph, "demo goal", context=ctx(model="scripted:demo"), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    assert result["status"] == "success" and result["plan_version"] == 2
+    checks = [e for e in values["trajectory"] if e["action"] == "check" and e["step_id"] == "S3"]
+    assert [c["check"]["passed"] for c in checks] == [False, True]
+    assert "AssertionError" in checks[0]["observation"]
+    assert isinstance(ScriptedChatModel(["x"]).invoke("hi").content, str)
