@@ -90,7 +90,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _next(self, messages: list[BaseMessage]) -> Any:
         if self.responder is not None:
-            return self.responder(messages)
+            return self.responder  # called outside the lock: responders may block
         script = self.responses
         key = ""
         if isinstance(script, Mapping):

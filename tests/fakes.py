@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,10 +53,8 @@ def writer(contents: Callable[[str, str, bool], str] | Mapping[str, str] | None 
         if isinstance(messages[-1], ToolMessage):
             return "written"
         prompt = human_text(messages)
-        step_id = prompt.split("step_id: ", 1)[1].split("\n", 1)[0]
-        path = prompt.split("Write the artifact: ", 1)[1].split("\n", 1)[0] if (
-            "Write the artifact: " in prompt
-        ) else prompt.split("The artifact ", 1)[1].split(" did not pass", 1)[0]
+        step_id = re.search(r"^step_id: (\S+)$", prompt, re.M).group(1)
+        path = re.search(r"(?:Write the artifact: |The artifact )(\S+)", prompt).group(1)
         revision = "did not pass its check" in prompt
         if callable(contents):
             body = contents(step_id, path, revision)

@@ -94,7 +94,8 @@ def test_resuming_without_an_answer_pauses_again_without_any_model_call(tmp_path
     assert again["escalation"]["question"] == "Which year?"
     assert {role: len(m.calls) for role, m in roles.items()} == before
     questions = [
-        m for m in graph.get_state(thread_config("t")).values["messages"]
+        m
+        for m in graph.get_state(thread_config("t")).values["messages"]
         if m.type == "ai" and "Which year?" in str(m.content)
     ]
     assert len(questions) == 1

@@ -62,7 +62,8 @@ def test_plan_actual_diff_matches_seed_000():
 
 
 def test_ready_steps_follow_depends_on():
-    plan = {"version": 1, "steps": [step("S1", "a.md"), step("S2", "b.md"), step("S3", "c.md", deps=("S1", "S2"))]}
+    steps = [step("S1", "a.md"), step("S2", "b.md"), step("S3", "c.md", deps=("S1", "S2"))]
+    plan = {"version": 1, "steps": steps}
     assert [s["step_id"] for s in ready_steps(plan, {})] == ["S1", "S2"]
     done = {"a.md": file_entry("a", step=1, status="done")}
     assert [s["step_id"] for s in ready_steps(plan, done)] == ["S2"]
@@ -71,10 +72,15 @@ def test_ready_steps_follow_depends_on():
 
 
 def test_replan_keeps_done_unaffected_steps_and_reruns_affected_ones():
-    old_steps = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",)), step("S3", "c.md", deps=("S2",))]
+    old_steps = [
+        step("S1", "a.md"),
+        step("S2", "b.md", deps=("S1",)),
+        step("S3", "c.md", deps=("S2",)),
+    ]
     old = {"version": 1, "steps": old_steps}
     files = {p: file_entry(p, step=1, status="done") for p in ("a.md", "b.md", "c.md")}
-    changed = [old_steps[0], step("S2", "b.md", deps=("S1",), text="Write b.md better."), old_steps[2]]
+    better = step("S2", "b.md", deps=("S1",), text="Write b.md better.")
+    changed = [old_steps[0], better, old_steps[2]]
     new_steps, errors = parse(changed)
     plan, stale = merge_replan(old, new_steps, files)
     assert plan["version"] == 2

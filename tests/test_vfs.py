@@ -52,9 +52,14 @@ def test_merge_files_overwrites_and_deletes_and_is_batching_invariant():
 
 def test_summaries_never_carry_content():
     secret = "SECRET-CONTENT " * 1000
-    files = {"r.md": file_entry(secret, step=1, status="failed",
-                                check={"kind": "regex", "passed": False, "score": 0.0,
-                                       "evidence": "pattern not found"})}
+    files = {
+        "r.md": file_entry(
+            secret,
+            step=1,
+            status="failed",
+            check={"kind": "regex", "passed": False, "score": 0.0, "evidence": "pattern not found"},
+        )
+    }
     summary = summarize_files(files, step=4)
     assert summary["r.md"]["status"] == "failed"
     assert summary["r.md"]["bytes"] == len(secret)

@@ -1,0 +1,80 @@
+"""The console script in real subprocesses: exit codes, pause and resume across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def cli(*args: str, db, env_extra=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update({"COLUMNS": "200", **(env_extra or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path):
+    done = cli("demo", db=tmp_path / "t.sqlite")
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "running S1, S2 in parallel" in out
+    assert "check pytest: fail" in out and "AssertionError" in out
+    assert "edit_file slugify.py" in out and "check pytest: pass" in out
+    assert "reflection → replan" in out and "plan v2" in out
+    assert "success (end)" in out
+
+
+def test_escalation_exits_3_and_a_new_process_resumes_it(tmp_path):
+    db = tmp_path / "t.sqlite"
+    paused = cli("demo", "--scenario", "escalation", db=db)
+    assert paused.returncode == 3, paused.stderr
+    assert "Who is the report for" in paused.stdout
+    thread_id = re.search(r"deepreflect resume (\S+)", paused.stdout).group(1)
+    finished = cli("resume", thread_id, "engineers", "--json", db=db)
+    assert finished.returncode == 0, finished.stderr
+    result = json.loads(finished.stdout)
+    assert result["status"] == "success" and result["thread_id"] == thread_id
+    shown = cli("show", thread_id, "--json", db=db)
+    assert json.loads(shown.stdout)["plan_version"] == 2
+    listed = cli("threads", db=db)
+    assert thread_id in listed.stdout and "success" in listed.stdout
+
+
+def test_json_result_has_the_documented_fields(tmp_path):
+    done = cli("demo", "--scenario", "depth-cap", "--json", db=tmp_path / "t.sqlite")
+    assert done.returncode == 3
+    result = json.loads(done.stdout)
+    for key in (
+        "status",
+        "stop_reason",
+        "converged",
+        "final_answer",
+        "artifacts",
+        "open_issues",
+        "rounds",
+        "plan_version",
+        "usage",
+        "thread_id",
+    ):
+        assert key in result
+    assert result["stop_reason"] == "depth_cap"
+
+
+def test_openai_without_credentials_is_a_usage_error(tmp_path):
+    done = cli("run", "a goal", "--model", "openai:gpt-4.1-mini", db=tmp_path / "t.sqlite")
+    assert done.returncode == 2
+    assert "OPENAI_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
+    assert "deepreflect demo" in done.stderr
+
+
+def test_unknown_thread_is_a_usage_error(tmp_path):
+    done = cli("resume", "no-such-thread", "hi", db=tmp_path / "t.sqlite")
+    assert done.returncode == 2 and "not found" in done.stderr

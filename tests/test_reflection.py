@@ -1,0 +1,148 @@
+"""The reflection rules as pure functions, in design.md's order, without a graph."""
+
+from __future__ import annotations
+
+import time
+
+from agent.reflection import (
+    Decision,
+    Situation,
+    budget_exhausted,
+    decide_by_rule,
+    failed_round,
+    reflection_input,
+    validate_decision,
+)
+from agent.vfs import file_entry
+from tests.fakes import step
+
+
+def situation(files=None, *, steps=None, depth=0, cap=4, dispatched=(), events=(), **kw):
+    steps = steps or [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
+    return Situation(
+        goal="goal",
+        plan={"version": 1, "steps": steps},
+        files=files or {},
+        step=kw.pop("step_no", 1),
+        depth=depth,
+        cap=cap,
+        dispatched=list(dispatched),
+        previous_defects=kw.pop("previous_defects", []),
+        turn_events=list(events),
+        **kw,
+    )
+
+
+def done(path, step_no=1, **extra):
+    return file_entry("x", step=step_no, status="done", step_id="S1", **extra)
+
+
+def failed(path, step_no=1, defect="d1"):
+    return file_entry("x", step=step_no, status="failed", step_id="S1", defect=defect)
+
+
+def test_progress_continues_by_rule_without_depth_when_every_new_artifact_passed():
+    s = situation({"a.md": done("a.md")}, dispatched=["S1"], depth=3)
+    decision = decide_by_rule(s)
+    assert decision.decision == "continue" and decision.counts_depth is False
+
+
+def test_progress_rule_steps_aside_when_nothing_is_ready():
+    files = {"a.md": done("a.md"), "b.md": done("b.md")}
+    assert decide_by_rule(situation(files, dispatched=["S2"])) is None
+
+
+def test_progress_rule_steps_aside_for_an_open_critique():
+    files = {
+        "a.md": done("a.md"),
+        "work/S0/critique.json": file_entry("{}", step=1, kind="critique"),
+    }
+    assert decide_by_rule(situation(files, dispatched=["S1"])) is None
+
+
+def test_depth_cap_forces_escalate():
+    decision = decide_by_rule(situation({}, depth=4, cap=4))
+    assert decision.decision == "escalate" and decision.forced
+    assert decision.stop_reason == "depth_cap"
+
+
+def test_budget_rule_escalates_with_budget_exhausted_status():
+    decision = decide_by_rule(situation({}, exhausted="token_budget"))
+    assert decision.decision == "escalate" and decision.status == "budget_exhausted"
+    assert decision.stop_reason == "token_budget"
+
+
+def test_budgets_stay_hard_limits_even_while_steps_pass():
+    s = situation({"a.md": done("a.md")}, dispatched=["S1"], exhausted="step_budget")
+    assert decide_by_rule(s).stop_reason == "step_budget"
+
+
+def test_repeated_defect_in_consecutive_reflections_escalates():
+    events = [{"round": 1, "step_id": "S1", "action": "result", "passed": False, "defect": "d1"}]
+    s = situation({"a.md": failed("a.md")}, events=events, previous_defects=["d1"])
+    assert decide_by_rule(s).stop_reason == "repeated_defect"
+
+
+def test_a_step_failing_twice_escalates():
+    events = [
+        {"round": 1, "step_id": "S1", "action": "result", "passed": False, "defect": "d1"},
+        {"round": 2, "step_id": "S1", "action": "result", "passed": False, "defect": "d2"},
+    ]
+    s = situation({"a.md": failed("a.md", 2, "d2")}, events=events, step_no=2)
+    assert decide_by_rule(s).stop_reason == "subagent_failed_twice"
+
+
+def test_a_permission_error_fails_the_run():
+    events = [{"round": 1, "step_id": "S1", "action": "error", "error_class": "permission_denied"}]
+    decision = decide_by_rule(situation({}, events=events))
+    assert decision.decision == "fail" and decision.stop_reason == "permission_denied"
+
+
+def test_no_rule_means_ask_the_model():
+    assert decide_by_rule(situation({"a.md": failed("a.md")})) is None
+
+
+def test_end_without_a_done_file_becomes_replan_or_continue():
+    s = situation({})
+    decision = validate_decision(Decision("end", "looks done", by="model"), s)
+    assert decision.decision == "continue" and decision.forced  # S1 is ready
+    only_b_missing = situation({"a.md": done("a.md")}, steps=[step("S1", "a.md")])
+    ok = validate_decision(Decision("end", "done", by="model"), only_b_missing)
+    assert ok.decision == "end" and ok.final_answer
+
+
+def test_strict_end_needs_every_expected_artifact():
+    s = situation({"a.md": done("a.md"), "b.md": failed("b.md")})
+    assert validate_decision(Decision("end", "", by="model"), s).decision == "continue"
+    lenient = situation({"a.md": done("a.md"), "b.md": failed("b.md")}, strict_end=False)
+    assert validate_decision(Decision("end", "", by="model"), lenient).decision == "end"
+
+
+def test_continue_with_nothing_ready_becomes_replan():
+    files = {"a.md": done("a.md"), "b.md": done("b.md")}
+    decision = validate_decision(Decision("continue", "", by="model"), situation(files))
+    assert decision.decision == "replan"
+
+
+def test_a_malformed_answer_is_never_an_end():
+    assert failed_round(situation({}), "bad json").decision == "continue"
+    files = {"a.md": done("a.md"), "b.md": done("b.md")}
+    assert failed_round(situation(files), "bad json").decision == "replan"
+
+
+def test_reflection_input_carries_summaries_not_contents():
+    files = {"a.md": file_entry("TOP-SECRET " * 100, step=1, status="done")}
+    view = reflection_input(situation(files))
+    assert "TOP-SECRET" not in repr(view)
+    assert view["files"]["a.md"]["bytes"] == 1100
+    assert view["diff"]["expected_not_produced"] == ["b.md"]
+
+
+def test_budget_exhausted_names_the_spent_budget():
+    turn = {"started_at": time.time(), "start_step": 2, "start_tokens": 100}
+    common = {"token_budget": 1000, "time_budget_s": 60, "max_steps": 5}
+    assert budget_exhausted(turn=turn, tokens_used=1100, step=3, **common) == "token_budget"
+    assert budget_exhausted(turn=turn, tokens_used=200, step=7, **common) == "step_budget"
+    late = turn["started_at"] + 61
+    assert budget_exhausted(turn=turn, tokens_used=200, step=3, now=late, **common) == "time_budget"
+    assert budget_exhausted(turn=turn, tokens_used=200, step=3, **common) is None

@@ -1,0 +1,138 @@
+"""A subagent step without a graph: tools, scope, the revise loop and what it reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from agent.controller import LoopConfig
+from agent.errors import AgentError
+from agent.models import Metered, ScriptedChatModel, tool_call
+from agent.vfs import Workspace
+from agent.worker import StepWorker, defect_signature, execute_tool_call, vfs_tools
+
+STEP = {
+    "step_id": "S1",
+    "depends_on": [],
+    "action": "coder",
+    "instructions": "Write out.txt containing OK.",
+    "expected_output": "out.txt",
+    "done_when": {"kind": "contains", "all": ["OK"]},
+}
+
+
+def worker(responses, *, step=STEP, inputs=None, max_rounds=2):
+    model = ScriptedChatModel(responses)
+    return StepWorker(
+        step=step,
+        goal="the goal",
+        inputs=inputs or {},
+        round_no=1,
+        system_prompt="system",
+        model=Metered(model, "coder", "function_calling"),
+        judge=None,
+        loop_config=LoopConfig(max_rounds=max_rounds),
+    ), model
+
+
+def test_a_passing_first_draft_is_done_with_its_check():
+    w, _ = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
+    run = w.execute()
+    entry = run.files["out.txt"]
+    assert entry["status"] == "done" and entry["check"]["passed"] is True
+    assert entry["stop_reason"] == "pass" and entry["rounds"] == 0
+    assert run.usage["coder"]["calls"] == 2
+    assert [e["action"] for e in run.trajectory] == ["write_file", "check", "result"]
+
+
+def test_failing_evidence_reaches_the_revision_and_the_patch_passes():
+    w, model = worker(
+        [
+            tool_call("write_file", path="out.txt", content="nope"),
+            "done",
+            tool_call("edit_file", path="out.txt", old="nope", new="OK"),
+            "fixed",
+        ]
+    )
+    run = w.execute()
+    revision_prompt = str(model.calls[2][1].content)
+    assert "did not pass its check" in revision_prompt and "lacks" in revision_prompt
+    assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["rounds"] == 1
+
+
+def test_an_unresolved_artifact_leaves_a_critique_with_its_open_issues():
+    w, _ = worker([tool_call("write_file", path="out.txt", content="no")] + ["x"], max_rounds=0)
+    run = w.execute()
+    assert run.files["out.txt"]["status"] == "failed"
+    critique = run.files["work/S1/critique.json"]
+    assert critique["status"] == "active" and critique["kind"] == "critique"
+    body = json.loads(critique["content"])
+    assert body["open_issues"][0]["severity"] == "blocking"
+    assert run.files["out.txt"]["defect"] == critique["defect"] is not None
+
+
+def test_writes_outside_scope_and_bad_tool_calls_come_back_as_errors():
+    w, model = worker(
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "args": {"path": "../escape", "content": "x"}},
+                    {"name": "write_file", "args": {"path": "other.txt", "content": "x"}},
+                    {"name": "write_file", "args": {"path": "out.txt"}},
+                    {
+                        "name": "write_file",
+                        "args": {"path": "out.txt", "content": "OK", "mode": "w"},
+                    },
+                    {"name": "rm_rf", "args": {}},
+                ]
+            },
+            tool_call("write_file", path="out.txt", content="OK"),
+            "done",
+        ]
+    )
+    run = w.execute()
+    observations = [m.content for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert "climbs out" in observations[0]
+    assert observations[1].startswith("permission_denied")
+    assert "content" in observations[2] and observations[2].startswith("deterministic_validation")
+    assert "mode" in observations[3]
+    assert "unknown tool 'rm_rf'" in observations[4]
+    assert run.files["out.txt"]["status"] == "done"
+    assert set(run.files) == {"out.txt"}
+
+
+def test_the_step_sees_only_its_inputs():
+    tools = {t.name: t for t in vfs_tools(Workspace({"dep.md": "d"}, writable=["out.txt"]))}
+    assert execute_tool_call({"name": "ls", "args": {}}, tools) == ("dep.md", True)
+    text, ok = execute_tool_call({"name": "read_file", "args": {"path": "secret.md"}}, tools)
+    assert not ok and "not found" in text
+
+
+def test_a_permission_error_from_the_model_is_recorded_not_raised():
+    w, _ = worker([AgentError("permission_denied", "401 invalid api key")])
+    run = w.execute()
+    assert w.fatal[0].value == "permission_denied"
+    assert run.trajectory[-1]["action"] == "error" and run.files == {}
+
+
+def test_a_transient_error_is_raised_for_the_retry_policy():
+    w, _ = worker([TimeoutError("model timed out")])
+    with pytest.raises(TimeoutError):
+        w.execute()
+
+
+def test_defect_signature_ignores_timings_but_not_evidence():
+    a = [{"id": "check-pytest", "severity": "blocking", "evidence": "1 failed in 0.02s: x"}]
+    b = [{"id": "check-pytest", "severity": "blocking", "evidence": "1 failed in 0.31s: x"}]
+    c = [{"id": "check-pytest", "severity": "blocking", "evidence": "1 failed in 0.31s: y"}]
+    assert defect_signature("S1", a) == defect_signature("S1", b) != defect_signature("S1", c)
+    assert defect_signature("S1", [{"severity": "minor", "evidence": "x"}]) is None
+
+
+def test_prompt_names_the_step_for_per_step_scripts():
+    w, model = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
+    w.execute()
+    first = model.calls[0][1]
+    assert isinstance(first, HumanMessage) and "step_id: S1" in first.content
