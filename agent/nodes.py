@@ -401,7 +401,7 @@ def _apply(d: rules.Decision, s: rules.Situation, state: Mapping[str, Any]) -> d
         entry["final_answer"] = d.final_answer
     update: dict[str, Any] = {"decisions": [entry], "reflection_depth": entry["depth"]}
     if d.decision == "escalate":
-        update["escalation"] = rules.escalation_payload(d, s, None)
+        update["escalation"] = rules.escalation_payload(d, s)
     elif d.decision == "fail":
         update |= {"status": "failed", "stop_reason": d.stop_reason}
     return update
@@ -422,7 +422,7 @@ def _escalate_now(d: rules.Decision, state: Mapping[str, Any]) -> dict[str, Any]
     )
     return {
         "decisions": [rules.log_entry(d, s)],
-        "escalation": rules.escalation_payload(d, s, None),
+        "escalation": rules.escalation_payload(d, s),
     }
 
 

@@ -313,7 +313,7 @@ def log_entry(d: Decision, s: Situation) -> dict[str, Any]:
     return entry
 
 
-def escalation_payload(d: Decision, s: Situation, message_id: str | None) -> dict[str, Any]:
+def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
     """What the human sees when the thread pauses (seed 000, Escalation format)."""
     return {
         "question": d.question or d.reason,
@@ -323,7 +323,6 @@ def escalation_payload(d: Decision, s: Situation, message_id: str | None) -> dic
         "reason": d.reason,
         "stop_reason": d.stop_reason or "model_escalated",
         "status": d.status or "awaiting_input",
-        "asked_after": message_id,
     }
 
 

@@ -1,0 +1,114 @@
+"""`langgraph dev` with the real SDK: configuration schema, pause, resume, streaming."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("langgraph_sdk")
+if shutil.which("langgraph") is None:
+    pytest.skip("langgraph-cli is not installed (pip install -e '.[dev]')", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    from langgraph_sdk import get_sync_client
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "langgraph-dev.log"  # outside the served folder
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    with open(log, "w") as handle:
+        server = subprocess.Popen(
+            [
+                shutil.which("langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            cwd=ROOT,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    sdk = get_sync_client(url=f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            sdk.assistants.search(graph_id="deep_agent")
+            break
+        except Exception:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("langgraph dev did not start:\n" + log.read_text()[-3000:])
+            time.sleep(0.5)
+    yield sdk
+    os.killpg(server.pid, 15)
+    server.wait(timeout=20)
+
+
+def _user(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_studio_shows_every_context_field_with_its_description(client):
+    from agent.context import context_fields
+
+    assistant = client.assistants.search(graph_id="deep_agent")[0]
+    schema = client.assistants.get_schemas(assistant["assistant_id"])["context_schema"]
+    properties = schema["properties"]
+    assert set(context_fields()) <= set(properties)
+    assert all(properties[name].get("description") for name in context_fields())
+
+
+def test_escalation_interrupts_the_thread_and_a_new_message_resumes_it(client):
+    thread = client.threads.create()
+    context = {"model": "scripted:escalation"}
+    client.runs.wait(
+        thread["thread_id"], "deep_agent", input=_user("Write a report"), context=context
+    )
+    assert client.threads.get(thread["thread_id"])["status"] == "interrupted"
+    state = client.threads.get_state(thread["thread_id"])
+    escalation = state["values"]["escalation"]
+    assert escalation["question"].startswith("Who is the report for")
+    assert escalation["suggested_responses"] == ["engineers", "executives"]
+    assert state["values"]["plan"]["version"] == 1
+
+    final = client.runs.wait(
+        thread["thread_id"], "deep_agent", input=_user("engineers"), context=context
+    )
+    assert final["status"] == "success" and final["stop_reason"] == "end"
+    assert client.threads.get(thread["thread_id"])["status"] == "idle"
+
+
+def test_streamed_updates_show_planner_subagent_and_reflection(client):
+    thread = client.threads.create()
+    nodes = []
+    for part in client.runs.stream(
+        thread["thread_id"],
+        "deep_agent",
+        input=_user("x"),
+        context={"model": "scripted:happy"},
+        stream_mode="updates",
+    ):
+        if part.event == "updates":
+            nodes.extend(part.data)
+    assert nodes[:3] == ["planner", "subagent", "reflection"]
+    assert nodes[-1] == "finalize"
