@@ -11,10 +11,10 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
@@ -254,6 +254,22 @@ def total_tokens(usage: Mapping[str, Mapping[str, int]] | None) -> int:
     return sum(int(c.get("total_tokens", 0)) for c in (usage or {}).values())
 
 
+class UsageCollector(BaseCallbackHandler):
+    """Meters a model that other code invokes (the rubric judge inside a check)."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.usage: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                with self._lock:
+                    self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
+
+
 class Metered:
     """Calls one role's model and keeps the usage it reported."""
 
@@ -262,6 +278,11 @@ class Metered:
         self.role = role
         self.structured_method = structured_method
         self.usage: dict[str, dict[str, int]] = {}
+
+    def observed(self) -> tuple[Runnable, UsageCollector]:
+        """The model with a usage callback, for code that invokes it itself."""
+        collector = UsageCollector(self.role)
+        return self.model.with_config(callbacks=[collector]), collector
 
     def _count(self, message: BaseMessage | None) -> None:
         self.usage = merge_usage(self.usage, {self.role: usage_of(message)})

@@ -19,7 +19,7 @@ from agent import reflection as rules
 from agent.context import Context
 from agent.controller import LoopConfig
 from agent.errors import ErrorClass, classify, describe
-from agent.models import Metered, load_model, total_tokens
+from agent.models import Metered, load_model, merge_usage, total_tokens
 from agent.plan import PlanDraft, merge_replan, parse_plan, ready_steps
 from agent.prompts import render
 from agent.result import build_result
@@ -270,7 +270,7 @@ class Nodes:
         ctx = as_context(runtime.context)
         step = task["step"]
         spec = self.registry[step["action"]]
-        judge = self._metered("critic", ctx)
+        judge, judge_usage = self._metered("critic", ctx).observed()
         worker = StepWorker(
             step=step,
             goal=task["goal"],
@@ -278,7 +278,7 @@ class Nodes:
             round_no=task["round"],
             system_prompt=spec["prompt"],
             model=self._metered(step["action"], ctx),
-            judge=judge.model,
+            judge=judge,
             extra_tools=list(spec.get("tools") or []),
             loop_config=LoopConfig(
                 max_rounds=ctx.max_revisions,
@@ -289,7 +289,8 @@ class Nodes:
             max_tool_turns=self.max_tool_turns,
         )
         run = worker.execute()
-        return {"files": run.files, "trajectory": run.trajectory, "usage": run.usage}
+        usage = merge_usage(run.usage, judge_usage.usage)
+        return {"files": run.files, "trajectory": run.trajectory, "usage": usage}
 
     # -------------------------------------------------------------------- reflection
     def situation(self, state: State, ctx: Context) -> rules.Situation:

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,7 +139,7 @@ class StepWorker:
         round_no: int,
         system_prompt: str,
         model: Metered,
-        judge: BaseChatModel | None,
+        judge: Runnable | None,
         extra_tools: list[BaseTool] | None = None,
         loop_config: LoopConfig | None = None,
         max_tool_turns: int = MAX_TOOL_TURNS,

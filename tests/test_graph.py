@@ -270,3 +270,31 @@ def test_scripted_model_string_runs_the_demo_scenario(tmp_path):
     assert [c["check"]["passed"] for c in checks] == [False, True]
     assert "AssertionError" in checks[0]["observation"]
     assert isinstance(ScriptedChatModel(["x"]).invoke("hi").content, str)
+
+
+def test_a_rubric_check_asks_the_critic_model_and_meters_it(tmp_path):
+    blocking = {
+        "issues": [
+            {
+                "id": "no-title",
+                "severity": "blocking",
+                "location": "line 1",
+                "evidence": "the first line is 'draft', not a title",
+            }
+        ],
+        "score": 0.3,
+    }
+    plan = [step("S1", "a.md", check="The file starts with a title")]
+    judge = ScriptedChatModel([blocking, {"issues": [], "score": 0.9}])
+    roles = models(plan, [END], writer(lambda s, p, r: "# Title\n" if r else "draft"), critic=judge)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    assert result["status"] == "success"
+    assert result["usage"]["critic"]["calls"] == 2
+    assert values["files"]["a.md"]["rounds"] == 1  # revised once from the judge's evidence
+    checks = [e for e in values["trajectory"] if e["action"] == "check"]
+    assert [c["check"]["passed"] for c in checks] == [False, True]
+    assert "not a title" in checks[0]["observation"]
+    critic_prompt = "\n".join(str(m.content) for m in roles["critic"].calls[0])
+    assert "The file starts with a title" in critic_prompt
