@@ -19,6 +19,7 @@ from langgraph.types import RetryPolicy
 from agent.context import Context
 from agent.errors import is_transient
 from agent.nodes import Nodes
+from agent.reflection import RULES, Rule
 from agent.state import InputState, State, SubagentTask
 from agent.subagents import SubAgent, build_registry
 
@@ -38,6 +39,8 @@ def build_graph(
     max_tool_turns: int = 12,
     interrupt_after: Sequence[str] = ("escalate",),
     name: str = "deep_agent",
+    state_schema: type[Any] = State,
+    reflection_rules: Sequence[Rule] = RULES,
 ) -> CompiledStateGraph:
     """Build the deepreflect graph.
 
@@ -49,11 +52,18 @@ def build_graph(
             ``langgraph dev``, which brings its own.
         subagents: extra subagents (name, description, prompt, tools, model).
         retry_policy: how transient model errors are retried (None disables retries).
+        state_schema: ``State`` or a subclass adding keys of your own.
+        reflection_rules: the rules reflection applies before asking the model, in order.
     """
-    nodes = Nodes(registry=build_registry(subagents), models=models, max_tool_turns=max_tool_turns)
+    nodes = Nodes(
+        registry=build_registry(subagents),
+        models=models,
+        max_tool_turns=max_tool_turns,
+        rules=reflection_rules,
+    )
     retry = {"retry_policy": retry_policy} if retry_policy else {}
 
-    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
     builder.add_node("planner", nodes.planner, **retry)
     builder.add_node("subagent", nodes.subagent, input_schema=SubagentTask, **retry)
     builder.add_node("reflection", nodes.reflection, **retry)

@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -75,7 +75,9 @@ class Nodes:
         registry: Mapping[str, SubAgent],
         models: Mapping[str, BaseChatModel | str] | None = None,
         max_tool_turns: int = 12,
+        rules: Sequence[rules.Rule] = rules.RULES,
     ) -> None:
+        self.rules = tuple(rules)
         self.registry = dict(registry)
         self.models = dict(models or {})
         self.max_tool_turns = max_tool_turns
@@ -325,7 +327,7 @@ class Nodes:
         ctx = as_context(runtime.context)
         s = self.situation(state, ctx)
         update: dict[str, Any] = {}
-        decision = rules.decide_by_rule(s)
+        decision = rules.decide_by_rule(s, self.rules)
         if decision is None:
             metered = self._metered("reflection", ctx)
             try:

@@ -7,7 +7,7 @@ decides is the model asked, and its answer is validated by :func:`validate_decis
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -218,12 +218,19 @@ def rule_repeated_defect(s: Situation) -> Decision | None:
     return None
 
 
-RULES = (rule_fatal_error, rule_progress, rule_depth_cap, rule_budget, rule_repeated_defect)
+Rule = Callable[[Situation], Decision | None]
+RULES: tuple[Rule, ...] = (
+    rule_fatal_error,
+    rule_progress,
+    rule_depth_cap,
+    rule_budget,
+    rule_repeated_defect,
+)
 
 
-def decide_by_rule(s: Situation) -> Decision | None:
+def decide_by_rule(s: Situation, rules: Sequence[Rule] = RULES) -> Decision | None:
     """Apply the rules in design.md's order; None means the model must be asked."""
-    for rule in RULES:
+    for rule in rules:
         if (decision := rule(s)) is not None:
             return decision
     return None
