@@ -23,11 +23,14 @@ from agent.models import Metered, load_model, merge_usage, total_tokens
 from agent.plan import PlanDraft, merge_replan, parse_plan, ready_steps
 from agent.prompts import render
 from agent.result import build_result
-from agent.state import State, SubagentTask
+from agent.state import SubagentTask
 from agent.subagents import SubAgent, describe_registry
 from agent.vfs import scratch_prefix, summarize_files
 from agent.worker import StepWorker
 
+# Nodes read the state as a mapping so a subclass of State (build_graph(state_schema=...))
+# is not mistaken for a second, conflicting input schema.
+StateView = Mapping[str, Any]
 MAX_GOAL_CHARS = 20_000
 TERMINAL = ("success", "failed")
 
@@ -104,7 +107,7 @@ class Nodes:
         return Metered(self.model_for(role, ctx), role, ctx.structured_output)
 
     # -------------------------------------------------------------------- planner
-    def planner(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def planner(self, state: StateView, runtime: Runtime[Context]) -> dict[str, Any]:
         """Plan, replan, take in a human answer, or just dispatch the next ready steps."""
         ctx = as_context(runtime.context)
         if problems := ctx.validate():
@@ -122,7 +125,9 @@ class Nodes:
             return self._replan(state, ctx, reason=decisions[-1]["reason"], answer="")
         return self._dispatch(state, ctx, plan, state.get("files") or {})
 
-    def _new_turn(self, state: State, ctx: Context, human: HumanMessage | None) -> dict[str, Any]:
+    def _new_turn(
+        self, state: StateView, ctx: Context, human: HumanMessage | None
+    ) -> dict[str, Any]:
         """Budgets and depth count per user turn; a human answer starts a new one."""
         turn = {
             "started_at": time.time(),
@@ -139,7 +144,7 @@ class Nodes:
             "escalation": None,
         }
 
-    def _first_plan(self, state: State, ctx: Context, human: HumanMessage | None) -> dict:
+    def _first_plan(self, state: StateView, ctx: Context, human: HumanMessage | None) -> dict:
         update: dict[str, Any] = {}
         goal = _message_text(human) if human is not None else state.get("goal")
         if human is None and isinstance(goal, str) and goal.strip():
@@ -151,7 +156,7 @@ class Nodes:
         merged = {**state, **update}
         return {**update, **self._replan(merged, ctx, reason="", answer="")}
 
-    def _take_answer(self, state: State, ctx: Context, human: HumanMessage) -> dict[str, Any]:
+    def _take_answer(self, state: StateView, ctx: Context, human: HumanMessage) -> dict[str, Any]:
         text = _message_text(human)
         if problem := goal_problem(text):
             return _failed("invalid_input", f"answer rejected: {problem}")
@@ -230,7 +235,7 @@ class Nodes:
         ready = ready_steps(plan, files)[: ctx.max_parallel]
         return {"dispatch": [s["step_id"] for s in ready], "step": int(state.get("step") or 0) + 1}
 
-    def route_after_planner(self, state: State, runtime: Runtime[Context]) -> Any:
+    def route_after_planner(self, state: StateView, runtime: Runtime[Context]) -> Any:
         """Fan ready steps out with ``Send``; otherwise reflect, pause or finish."""
         if state.get("status") == "failed":
             return "finalize"
@@ -295,7 +300,7 @@ class Nodes:
         return {"files": run.files, "trajectory": run.trajectory, "usage": usage}
 
     # -------------------------------------------------------------------- reflection
-    def situation(self, state: State, ctx: Context) -> rules.Situation:
+    def situation(self, state: StateView, ctx: Context) -> rules.Situation:
         """Everything the reflection rules need, gathered once from state."""
         turn = state.get("turn") or {}
         decisions = state.get("decisions") or []
@@ -322,7 +327,7 @@ class Nodes:
             strict_end=ctx.strict_end,
         )
 
-    def reflection(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def reflection(self, state: StateView, runtime: Runtime[Context]) -> dict[str, Any]:
         """Decide continue, replan, end or escalate: rules first, the model only if needed."""
         ctx = as_context(runtime.context)
         s = self.situation(state, ctx)
@@ -352,7 +357,7 @@ class Nodes:
             return rules.failed_round(s, raw)
         return rules.from_answer(answer)
 
-    def route_after_reflection(self, state: State) -> str:
+    def route_after_reflection(self, state: StateView) -> str:
         """Follow the decision just logged."""
         decision = (state.get("decisions") or [{}])[-1].get("decision")
         if state.get("status") == "failed" or decision in ("end", "fail"):
@@ -362,7 +367,7 @@ class Nodes:
         return "planner"
 
     # -------------------------------------------------------------------- escalate / finalize
-    def escalate(self, state: State) -> dict[str, Any]:
+    def escalate(self, state: StateView) -> dict[str, Any]:
         """Surface the question; the graph pauses after this node until a human answers."""
         payload = state.get("escalation") or {}
         question = payload.get("question", "How should I proceed?")
@@ -378,7 +383,7 @@ class Nodes:
         }
         return update | {"result": build_result({**state, **update})}
 
-    def finalize(self, state: State) -> dict[str, Any]:
+    def finalize(self, state: StateView) -> dict[str, Any]:
         """The final answer as an AI message and the ``Result`` in state."""
         if state.get("status") == "failed":
             text = f"The run failed ({state.get('stop_reason')}): " + (

@@ -226,7 +226,7 @@ def _situation(messages: list[BaseMessage]) -> dict[str, Any]:
         return {}
 
 
-def _finish_or_go_on(s: dict[str, Any]) -> dict[str, Any]:
+def finish_or_continue(s: dict[str, Any]) -> dict[str, Any]:
     steps = s.get("plan", {}).get("steps", [])
     if steps and all(st["done"] for st in steps):
         names = ", ".join(st["expected_output"] for st in steps)
@@ -256,7 +256,7 @@ def _escalating(s: dict[str, Any]) -> dict[str, Any]:
             "question": "Who is the report for: engineers or executives?",
             "suggested_responses": ["engineers", "executives"],
         }
-    return _finish_or_go_on(s)
+    return finish_or_continue(s)
 
 
 def _never_satisfied(s: dict[str, Any]) -> dict[str, Any]:
@@ -271,9 +271,9 @@ _PLANNERS: dict[str, Callable[[str, str, dict], dict]] = {
     "depth-cap": lambda a, r, _: _simple_plan(a, r),
 }
 _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
-    "demo": _finish_or_go_on,
-    "happy": _finish_or_go_on,
-    "replan": _finish_or_go_on,
+    "demo": finish_or_continue,
+    "happy": finish_or_continue,
+    "replan": finish_or_continue,
     "escalation": _escalating,
     "depth-cap": _never_satisfied,
 }
