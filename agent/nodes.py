@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -381,7 +382,7 @@ class Nodes:
             # a fixed id: pausing again on the same question replaces, not repeats, the message
             "messages": [AIMessage(text, id=f"escalation-{digest}")],
         }
-        return update | {"result": build_result({**state, **update})}
+        return update | {"result": build_result({**state, **update}, _thread_id())}
 
     def finalize(self, state: StateView) -> dict[str, Any]:
         """The final answer as an AI message and the ``Result`` in state."""
@@ -392,7 +393,7 @@ class Nodes:
                 else ""
             )
             update = {"messages": [AIMessage(text.strip())], "dispatch": []}
-            return update | {"result": build_result({**state, **update})}
+            return update | {"result": build_result({**state, **update}, _thread_id())}
         answer = (state.get("decisions") or [{}])[-1].get("final_answer") or "Done."
         update = {
             "status": "success",
@@ -400,7 +401,15 @@ class Nodes:
             "messages": [AIMessage(answer)],
             "dispatch": [],
         }
-        return update | {"result": build_result({**state, **update})}
+        return update | {"result": build_result({**state, **update}, _thread_id())}
+
+
+def _thread_id() -> str | None:
+    """The running thread's id, so the ``Result`` stored in state names it."""
+    try:
+        return get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:  # called outside a run (unit tests of a node)
+        return None
 
 
 def _apply(d: rules.Decision, s: rules.Situation, state: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 
 _CANDIDATES = (
-    Path(__file__).resolve().parent / "prompts",  # installed wheel: shipped as package data
+    Path(__file__).resolve().parent / "_prompts",  # installed wheel: shipped as package data
     Path(__file__).resolve().parent.parent / "prompts",  # source tree / editable install
 )
 

@@ -7,6 +7,7 @@ import json
 from langchain_core.messages import HumanMessage
 
 from agent import ScriptedChatModel, resume, run
+from agent.models import tool_call
 from agent.runner import thread_config
 from tests.fakes import END, chain, ctx, models, sqlite_graph, step, writer
 
@@ -298,3 +299,87 @@ def test_a_rubric_check_asks_the_critic_model_and_meters_it(tmp_path):
     assert "not a title" in checks[0]["observation"]
     critic_prompt = "\n".join(str(m.content) for m in roles["critic"].calls[0])
     assert "The file starts with a title" in critic_prompt
+
+
+SLUG_TESTS = (
+    "from slug import slugify\n\n\ndef test_drops_punctuation():\n"
+    "    assert slugify('Hi, there!') == 'hi-there'\n"
+)
+SLUG_BUGGY = "def slugify(text):\n    return '-'.join(text.lower().split())\n"
+
+
+def test_a_failing_pytest_check_is_patched_from_its_evidence_and_reflection_ends(tmp_path):
+    plan = [
+        step("S1", "test_slug.py", action="coder", check={"kind": "regex", "pattern": "def test_"}),
+        step(
+            "S2",
+            "slug.py",
+            action="coder",
+            deps=("S1",),
+            check={"kind": "pytest", "tests": ["test_slug.py"]},
+        ),
+    ]
+
+    def coder(messages):
+        prompt = "\n".join(str(m.content) for m in messages if m.type == "human")
+        if messages[-1].type == "tool":
+            return "done"
+        if "step_id: S1" in prompt:
+            return tool_call("write_file", path="test_slug.py", content=SLUG_TESTS)
+        if "did not pass its check" in prompt:
+            return tool_call(
+                "edit_file",
+                path="slug.py",
+                old="text.lower().split()",
+                new="''.join(c if c.isalnum() else ' ' for c in text.lower()).split()",
+            )
+        return tool_call("write_file", path="slug.py", content=SLUG_BUGGY)
+
+    roles = models(plan, [END], coder)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "a slug helper", context=ctx(workload="coding"), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    revision = next(
+        str(call[1].content)
+        for call in roles["default"].calls
+        if "did not pass its check" in str(call[1].content)
+    )
+    assert "assert 'hi,-there!' == 'hi-there'" in revision  # the failing assertion, verbatim
+    entry = values["files"]["slug.py"]
+    assert entry["status"] == "done" and entry["rounds"] == 1 and entry["stop_reason"] == "pass"
+    assert entry["check"]["kind"] == "pytest" and entry["check"]["score"] == 1.0
+    assert result["status"] == "success" and values["decisions"][-1]["decision"] == "end"
+
+
+def test_a_user_subagent_with_its_own_tool_and_model(tmp_path):
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup_price(item: str) -> str:
+        """Price of an item in the catalogue."""
+        return {"apple": "3"}.get(item, "unknown")
+
+    def pricer(messages):
+        if messages[-1].type == "tool" and messages[-1].name == "lookup_price":
+            return tool_call(
+                "write_file", path="price.txt", content=f"apple={messages[-1].content}"
+            )
+        if messages[-1].type == "tool":
+            return "done"
+        return tool_call("lookup_price", item="apple")
+
+    spec = {
+        "name": "pricer",
+        "description": "Looks up prices.",
+        "prompt": "You price things.",
+        "tools": [lookup_price],
+        "model": ScriptedChatModel(responder=pricer),
+    }
+    plan = [step("S1", "price.txt", action="pricer", check={"kind": "contains", "all": ["=3"]})]
+    roles = models(plan, [END])
+    del roles["default"]
+    graph, _ = sqlite_graph(tmp_path, roles, subagents=[spec])
+    result = run(graph, "price an apple", context=ctx(), thread_id="t")
+    assert result["status"] == "success"
+    assert graph.get_state(thread_config("t")).values["files"]["price.txt"]["content"] == "apple=3"
+    assert "pricer: Looks up prices." in str(roles["planner"].calls[0][0].content)
