@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.context import Context
-from agent.errors import ConfigError
+from agent.errors import ConfigError, classify, describe
 from agent.graph import build_graph
 from agent.models import load_model
 from agent.progress import Progress, print_result
@@ -89,7 +89,7 @@ def _finish(console: Console, result: Result, as_json: bool) -> int:
 
 def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
     _check_models(ctx)
-    thread_id = getattr(args, "thread", None) or str(uuid.uuid4())
+    thread_id = args.thread = getattr(args, "thread", None) or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver)
         if not args.json:
@@ -170,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         Console(stderr=True, highlight=False).print(f"[red]error[/]: {exc}")
         return 2
+    except Exception as exc:  # a run that died (e.g. retries of a transient error ran out)
+        thread_id = getattr(args, "thread", None) or getattr(args, "thread_id", "<thread-id>")
+        hint = f"; the checkpoint is kept: `deepreflect resume {thread_id}` continues it"
+        Console(stderr=True, highlight=False).print(
+            f"[red]run stopped[/] ({classify(exc).value}): {describe(exc)}{hint}"
+        )
+        return 1
 
 
 if __name__ == "__main__":

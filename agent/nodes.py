@@ -253,10 +253,20 @@ class Nodes:
         if not dispatch:
             return "reflection"
         allowance = max(1, (ctx.token_budget - spent) // len(dispatch))
-        return [Send("subagent", self._task(step, state, files, allowance)) for step in dispatch]
+        started = float((state.get("turn") or {}).get("started_at") or time.time())
+        time_left = max(1.0, ctx.time_budget_s - (time.time() - started))
+        return [
+            Send("subagent", self._task(step, state, files, allowance, time_left))
+            for step in dispatch
+        ]
 
     def _task(
-        self, step: Mapping[str, Any], state: Mapping[str, Any], files: Mapping, allowance: int
+        self,
+        step: Mapping[str, Any],
+        state: Mapping[str, Any],
+        files: Mapping,
+        allowance: int,
+        time_left: float,
     ) -> SubagentTask:
         by_id = {s["step_id"]: s for s in state["plan"]["steps"]}
         readable = [by_id[d]["expected_output"] for d in step["depends_on"] if d in by_id]
@@ -270,6 +280,7 @@ class Nodes:
             "inputs": inputs,
             "round": int(state.get("step") or 0),
             "token_allowance": allowance,
+            "time_allowance_s": time_left,
         }
 
     # -------------------------------------------------------------------- subagent
@@ -292,7 +303,7 @@ class Nodes:
                 max_rounds=ctx.max_revisions,
                 min_gain=ctx.min_gain,
                 token_budget=max(1, int(task["token_allowance"])),
-                timeout_s=ctx.time_budget_s,
+                timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
             ),
             max_tool_turns=self.max_tool_turns,
         )

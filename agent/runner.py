@@ -38,7 +38,7 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
             msg = "PostgreSQL threads need `pip install langgraph-checkpoint-postgres`"
             raise ConfigError(msg) from exc
         with PostgresSaver.from_conn_string(location) as saver:
-            saver.setup()
+            _setup_postgres(saver)
             yield saver
         return
     path = Path(location)
@@ -51,6 +51,21 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
         yield saver
     finally:
         conn.close()
+
+
+# Any fixed 64-bit key ("deeprflc"): processes opening one database take turns at setup().
+_PG_SETUP_LOCK = 0x6465_6570_7266_6C63
+
+
+def _setup_postgres(saver: BaseCheckpointSaver) -> None:
+    """``setup()`` under an advisory lock: workers starting at once on a fresh database would
+    otherwise race to create the tables and record the migrations (duplicate key errors)."""
+    conn = saver.conn  # type: ignore[attr-defined]  # autocommit, so the lock is per session
+    conn.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK,))
+    try:
+        saver.setup()
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
 
 
 def thread_config(thread_id: str) -> dict[str, Any]:

