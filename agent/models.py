@@ -219,6 +219,7 @@ def _openai(name: str) -> BaseChatModel:
                 base_url=base_url,
                 max_retries=0,
                 timeout=120,
+                stream_usage=True,  # meter streamed runs too (Studio streams messages)
             )
         return _OPENAI_CACHE[cache_key]
 
@@ -302,9 +303,14 @@ class Metered:
     ) -> tuple[BaseModel | None, str]:
         """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
         kwargs: dict[str, Any] = {"include_raw": True}
+        target: Any = schema
         if not isinstance(self.model, ScriptedChatModel):
             kwargs["method"] = self.structured_method
-        result = self.model.with_structured_output(schema, **kwargs).invoke(messages)
+            if self.structured_method == "json_schema":
+                # With a pydantic class the openai client parses, and raises, inside invoke;
+                # with its JSON schema a malformed answer reaches us for a retry, usage intact.
+                target = schema.model_json_schema()
+        result = self.model.with_structured_output(target, **kwargs).invoke(messages)
         raw = result.get("raw")
         self._count(raw)
         parsed = result.get("parsed")

@@ -161,6 +161,10 @@ class FakeOpenAI:
         return totals
 
     # ------------------------------------------------------------------ answering
+    def record(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(body)
+
     def take_failure(self) -> int | None:
         with self._lock:
             return self._failures.pop(0) if self._failures else None
@@ -287,8 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, error_body(404, f"unknown endpoint {self.path}"))
             return
-        with fake._lock:
-            fake.requests.append(body)
+        fake.record(body)
         status = fake.take_failure()
         if status is not None:
             self._send_json(status, error_body(status))
@@ -317,7 +320,9 @@ def serve(scenario: str = "happy") -> Iterator[FakeOpenAI]:
     httpd.fake = FakeOpenAI(scenario=scenario)
     host, port = httpd.server_address[:2]
     httpd.fake.base_url = f"http://{host}:{port}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, name="fake-openai", daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+    )
     thread.start()
     try:
         yield httpd.fake
