@@ -1,4 +1,4 @@
-"""The ``deepreflect`` command: demo, run, resume, show, threads."""
+"""The ``deepreflect`` command: demo, run, resume, show, threads, eval."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.console import Console
 
 from agent.context import Context
 from agent.errors import ConfigError, classify, describe
+from agent.eval import evaluate, print_report
 from agent.graph import build_graph
 from agent.models import load_model
 from agent.progress import Progress, print_result
@@ -68,6 +69,19 @@ def _parser() -> argparse.ArgumentParser:
 
     threads = sub.add_parser("threads", help="list the threads in the database")
     threads.add_argument("--db")
+
+    ev = sub.add_parser("eval", help="measure reflection: off vs on, or seeded errors")
+    ev.add_argument("--dataset", default="humaneval", help="humaneval or a JSONL file")
+    ev.add_argument("--model", help="generator (and seeded-errors critic), provider:name")
+    ev.add_argument("--critic", help="model critic merged with the check's critique")
+    ev.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
+    ev.add_argument("--evidence", choices=["check", "visible"], default="check")
+    ev.add_argument("--seeded-errors", action="store_true", help="plant errors in references")
+    ev.add_argument("--limit", type=int, help="only the first N tasks")
+    ev.add_argument("--workers", type=int, help="tasks at once")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the mutation sites")
+    ev.add_argument("--timeout", type=float, default=3.0, help="seeded-errors check timeout")
+    ev.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
@@ -147,6 +161,24 @@ def _cmd_threads(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace, console: Console) -> int:
+    options = {k: getattr(args, k) for k in ("dataset", "model", "critic", "rounds", "limit")}
+    options.update(evidence=args.evidence, workers=args.workers, seed=args.seed)
+    # the spinner goes to stderr, so that --json output stays clean
+    with Console(stderr=True).status("evaluating") as status:
+        report = evaluate(
+            **options,
+            seeded_errors=args.seeded_errors,
+            timeout_s=args.timeout,
+            progress=lambda done, total: status.update(f"evaluating: {done}/{total} tasks"),
+        )
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print_report(console, report)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -166,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_resume(args, console)
         if args.command == "show":
             return _cmd_show(args, console)
+        if args.command == "eval":
+            return _cmd_eval(args, console)
         return _cmd_threads(args, console)
     except ConfigError as exc:
         Console(stderr=True, highlight=False).print(f"[red]error[/]: {exc}")

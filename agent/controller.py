@@ -189,9 +189,11 @@ def _feedback(current: _Round, cap: int) -> Feedback:
 
 
 def _result(rounds: list[_Round], reason: StopReason, *, revisions: int, tokens: int) -> LoopResult:
-    """Report the best round: a passing draft outranks every blocked one, then the higher score;
-    `max` keeps the earlier draft on a tie, since a later one has not shown it is better."""
-    best = max(rounds, key=lambda r: (r.passed, r.score))
+    """Report the best round: a passing draft outranks every blocked one, then a draft whose
+    executable evidence passed (a model critic's score never outweighs a passing check), then
+    the higher score; `max` keeps the earlier draft on a tie, since a later one has not shown
+    it is better."""
+    best = max(rounds, key=lambda r: (r.passed, bool(r.evidence.get("passed")), r.score))
     return LoopResult(
         best=best.draft,
         best_score=best.score,

