@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -35,10 +38,17 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
         try:
             from langgraph.checkpoint.postgres import PostgresSaver
         except ImportError as exc:
-            msg = "PostgreSQL threads need `pip install langgraph-checkpoint-postgres`"
+            msg = "PostgreSQL threads need `pip install 'deepreflect[postgres]'`"
             raise ConfigError(msg) from exc
-        with PostgresSaver.from_conn_string(location) as saver:
-            _setup_postgres(saver)
+        import psycopg
+
+        with ExitStack() as stack:
+            try:
+                saver = stack.enter_context(PostgresSaver.from_conn_string(location))
+                _setup_postgres(saver)
+            except psycopg.Error as exc:
+                msg = f"cannot use PostgreSQL at {_redact(location)}: {str(exc).strip()}"
+                raise ConfigError(msg) from exc
             yield saver
         return
     path = Path(location)
@@ -57,15 +67,37 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
 _PG_SETUP_LOCK = 0x6465_6570_7266_6C63
 
 
-def _setup_postgres(saver: BaseCheckpointSaver) -> None:
-    """``setup()`` under an advisory lock: workers starting at once on a fresh database would
-    otherwise race to create the tables and record the migrations (duplicate key errors)."""
-    conn = saver.conn  # type: ignore[attr-defined]  # autocommit, so the lock is per session
-    conn.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK,))
+def _redact(url: str) -> str:
+    """The URL without its password, for error messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        url = urlunsplit(parts._replace(netloc=netloc))
+    return re.sub(r"(password=)[^&]*", r"\1***", url)
+
+
+def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 60) -> None:
+    """``setup()`` by one process at a time: workers starting at once on a fresh database
+    otherwise race to create the tables and record the migrations (duplicate key errors).
+
+    The lock is polled, never waited for in the server: a migration creates an index
+    CONCURRENTLY, which waits for every open transaction, a blocked lock request included.
+    """
+    from psycopg.rows import tuple_row
+
+    conn = saver.conn  # type: ignore[attr-defined]  # autocommit: the lock is per session
+    deadline = time.monotonic() + wait_s
+    locked = False
+    while not locked and time.monotonic() < deadline:
+        with conn.cursor(row_factory=tuple_row) as cur:
+            locked = cur.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK,)).fetchone()[0]
+        if not locked:
+            time.sleep(0.05)
     try:
         saver.setup()
     finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
+        if locked:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
 
 
 def thread_config(thread_id: str) -> dict[str, Any]:
