@@ -160,7 +160,11 @@ class Nodes:
     def _take_answer(self, state: StateView, ctx: Context, human: HumanMessage) -> dict[str, Any]:
         text = _message_text(human)
         if problem := goal_problem(text):
-            return _failed("invalid_input", f"answer rejected: {problem}")
+            if state.get("escalation"):  # keep the thread paused on its question; lose nothing
+                turn = {**(state.get("turn") or {}), "human_id": human.id}
+                note = AIMessage(f"That answer was not accepted ({problem}); please answer again.")
+                return {"turn": turn, "messages": [note]}
+            return _failed("invalid_input", f"request rejected: {problem}")
         update = self._new_turn(state, ctx, human)
         if (state.get("status") in TERMINAL) and not state.get("escalation"):
             update["goal"] = text  # a follow-up request after a finished run is a new goal

@@ -383,3 +383,16 @@ def test_a_user_subagent_with_its_own_tool_and_model(tmp_path):
     assert result["status"] == "success"
     assert graph.get_state(thread_config("t")).values["files"]["price.txt"]["content"] == "apple=3"
     assert "pricer: Looks up prices." in str(roles["planner"].calls[0][0].content)
+
+
+def test_an_unusable_answer_keeps_the_thread_paused_on_its_question(tmp_path):
+    ask = {"decision": "escalate", "question": "Which year?"}
+    roles = models([{"steps": [step("S1", "a.md")]}] * 2, [ask, END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(), thread_id="t")
+    again = resume(graph, "t", "   ", context=ctx())
+    assert again["status"] == "awaiting_input" and again["escalation"]["question"] == "Which year?"
+    last = graph.get_state(thread_config("t")).values["messages"][-1]
+    assert "not accepted" in str(last.content)
+    assert len(roles["planner"].calls) == 1
+    assert resume(graph, "t", "2024", context=ctx())["status"] == "success"
