@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import jsonschema
 import jsonschema.exceptions
 
+from agent.errors import ErrorClass, classify
 from agent.sandbox import SandboxResult, run_python
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ __all__ = [
     "validate_check_spec",
 ]
 
+# errors of the rubric judge's model that run_check re-raises instead of failing the artifact
+_MODEL_ERRORS = (ErrorClass.TRANSIENT, ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED)
 EVIDENCE_CHARS = 600
 DEFAULT_TIMEOUT_S = 10.0
 MAX_TIMEOUT_S = 120.0
@@ -126,6 +129,8 @@ def run_check(
     try:
         report = _CHECKS[kind](normal, contents, path)
     except Exception as exc:  # a check must fail with evidence, never crash the graph
+        if kind == "rubric" and classify(exc) in _MODEL_ERRORS:
+            raise  # the judge model failed, not the artifact: the worker handles its class
         report = _report(kind, False, 0.0, f"check crashed: {type(exc).__name__}: {exc}")
     finally:
         _JUDGE.reset(token)

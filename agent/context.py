@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from agent.plan import MAX_PLAN_STEPS
+
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "qa": 2,
@@ -114,6 +116,10 @@ class Context:
         for name in ("max_revisions", "max_steps", "max_parallel", "max_plan_steps"):
             if getattr(self, name) < (0 if name == "max_revisions" else 1):
                 errors.append(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_plan_steps > MAX_PLAN_STEPS:
+            errors.append(
+                f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
+            )
         if self.token_budget <= 0 or self.time_budget_s <= 0:
             errors.append("token_budget and time_budget_s must be positive")
         if self.structured_output not in ("function_calling", "json_schema", "json_mode"):

@@ -323,5 +323,5 @@ class Metered:
         raw_text = str(getattr(raw, "content", "") or "")
         if parsed is None:
             error = result.get("parsing_error") or "no structured answer"
-            return None, f"{raw_text[:300]!r}: {str(error)[:500]}"
+            return None, f"{str(error)[:500]} (answer: {raw_text[:300]!r})"
         return parsed, raw_text

@@ -32,32 +32,40 @@ class Step(BaseModel):
             raise ValueError(str(exc)) from None
 
 
+MAX_PLAN_STEPS = 1_000  # ceiling of Context.max_plan_steps; validation stops past it
+
+
 class PlanDraft(BaseModel):
     """What the planner model returns: the steps only; the version is ours to set."""
 
-    steps: list[Step] = Field(description="The steps, in any order; depends_on sets the order.")
+    steps: list[Step] = Field(
+        max_length=MAX_PLAN_STEPS,
+        description="The steps, in any order; depends_on sets the order.",
+    )
 
 
 def _cycle(steps: list[Step]) -> list[str] | None:
-    deps = {s.step_id: [d for d in s.depends_on] for s in steps}
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for dep in deps.get(node, []):
-            if state.get(dep) == 1:
+    """The first dependency cycle found, as a path, or None; iterative, so a long chain of
+    dependencies cannot exhaust Python's recursion limit."""
+    deps = {s.step_id: list(s.depends_on) for s in steps}
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    for root in deps:
+        if root in state:
+            continue
+        path: list[str] = [root]
+        stack = [iter(deps[root])]
+        state[root] = 1
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(dep) == 1:
                 return path[path.index(dep) :] + [dep]
-            if dep in deps and state.get(dep) is None and (found := visit(dep)):
-                return found
-        state[node] = 2
-        path.pop()
-        return None
-
-    for step_id in deps:
-        if state.get(step_id) is None and (found := visit(step_id)):
-            return found
+            elif dep in deps and dep not in state:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(deps[dep]))
     return None
 
 

@@ -119,6 +119,7 @@ def rule_fatal_error(s: Situation) -> Decision | None:
         if event.get("action") == "error" and event.get("error_class") in (
             "permission_denied",
             "policy_rejected",
+            "invalid_input",
         ):
             return Decision(
                 "fail",
@@ -239,6 +240,10 @@ def decide_by_rule(s: Situation, rules: Sequence[Rule] = RULES) -> Decision | No
 def reflection_input(s: Situation) -> dict[str, Any]:
     """The model's whole view: goal, plan, summaries and diff — never file contents."""
     plan = s.plan or {"version": 0, "steps": []}
+    # subagents name their scratch files: show their number, not their names (critiques stay)
+    visible = {
+        p: e for p, e in s.files.items() if not p.startswith("work/") or e.get("kind") == "critique"
+    }
     return {
         "goal": s.goal,
         "plan": {
@@ -254,8 +259,9 @@ def reflection_input(s: Situation) -> dict[str, Any]:
                 for st in plan.get("steps", [])
             ],
         },
-        "files": summarize_files(s.files, s.step),
-        "diff": plan_actual_diff(plan, s.files),
+        "files": summarize_files(visible, s.step),
+        "diff": plan_actual_diff(plan, visible),
+        "scratch_files": len(s.files) - len(visible),
         "ready_steps": [st["step_id"] for st in s.ready],
         "step": s.step,
         "reflection_depth": s.depth,

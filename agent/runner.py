@@ -54,10 +54,10 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
     path = Path(location)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
     try:
+        _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         saver = SqliteSaver(conn)
-        saver.setup()
+        _retry_locked(saver.setup)
         yield saver
     finally:
         conn.close()
@@ -100,6 +100,25 @@ def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 60) -> None:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
 
 
+def _retry_locked(action: Callable[[], Any], timeout_s: float = 30.0) -> Any:
+    """Run ``action``, retrying "database is locked" for up to ``timeout_s`` seconds.
+
+    SQLite skips the busy timeout where waiting could deadlock: switching a new database to
+    WAL while another process holds the write lock (creating the tables) fails at once, so
+    processes opening a fresh database together would otherwise race.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
 def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
 
@@ -126,7 +145,13 @@ def execute(
     (the CLI) runs with the same models and budgets unless told otherwise.
     """
     config = thread_config(thread_id)
-    for chunk in graph.stream(payload, config, context=context, stream_mode="updates"):
+    # durability="sync": each superstep's checkpoint is on disk before the next one starts,
+    # so a killed process loses only the steps that were running (LangGraph's default,
+    # "async", saves in the background and can lose supersteps that had finished).
+    stream = graph.stream(
+        payload, config, context=context, stream_mode="updates", durability="sync"
+    )
+    for chunk in stream:
         for node, update in chunk.items():
             if on_update is not None and isinstance(update, dict):
                 on_update(node, update)

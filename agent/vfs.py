@@ -36,6 +36,8 @@ class FileEntry(TypedDict, total=False):
     """The plan step that produced it, or None for input files."""
     check: dict[str, Any] | None
     """The ``CheckReport`` of its ``done_when`` check, when it has one."""
+    evidence_line: str | None
+    """The check's evidence as reflection may see it: one short line, no quoted content."""
 
 
 class PathError(ValueError):
@@ -107,11 +109,42 @@ def merge_files(
     return merged
 
 
-def _evidence_line(check: Mapping[str, Any] | None, limit: int = 160) -> str | None:
+QUOTE_CHARS = 8  # a run this long copied from the file is cut out of its evidence line
+
+
+def _redact(text: str, content: str) -> str:
+    """Replace every run of ``QUOTE_CHARS`` or more characters copied from ``content``."""
+    if not content or len(text) < QUOTE_CHARS:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + QUOTE_CHARS
+        if j <= len(text) and text[i:j] in content:
+            while j < len(text) and text[i : j + 1] in content:
+                j += 1
+            out.append("[…]")
+            i = j
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def evidence_line(
+    check: Mapping[str, Any] | None, limit: int = 160, content: str = ""
+) -> str | None:
+    """The check's evidence on one short line, without text quoted from the file itself.
+
+    Evidence may quote the artifact (a regex match, an exception message); reflection must
+    never read artifact text, so such quotes are cut. Subagents store this line with the file
+    (``FileEntry.evidence_line``) so summaries need not scan large contents again.
+    """
     if not check:
         return None
     line = " ".join(str(check.get("evidence", "")).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    line = line if len(line) <= limit else line[: limit - 1] + "…"
+    return _redact(line, " ".join(content.split()))
 
 
 def summarize_files(files: Mapping[str, FileEntry], step: int) -> dict[str, dict[str, Any]]:
@@ -132,7 +165,9 @@ def summarize_files(files: Mapping[str, FileEntry], step: int) -> dict[str, dict
         check = entry.get("check")
         if check:
             item["check"] = "pass" if check.get("passed") else "fail"
-            item["evidence"] = _evidence_line(check)
+            item["evidence"] = entry.get("evidence_line") or evidence_line(
+                check, content=entry.get("content") or ""
+            )
         if entry.get("stop_reason"):
             item["stop_reason"] = entry["stop_reason"]
         summary[path] = item

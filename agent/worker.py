@@ -25,7 +25,7 @@ from agent.critic import critique_from_check
 from agent.errors import ErrorClass, classify, describe
 from agent.models import Metered, merge_usage
 from agent.prompts import render
-from agent.vfs import PathError, Workspace, file_entry, scratch_prefix
+from agent.vfs import PathError, Workspace, evidence_line, file_entry, scratch_prefix
 
 MAX_TOOL_TURNS = 12
 _TIMING = re.compile(r"\d+\.\d+s")  # pytest durations differ between identical failures
@@ -99,6 +99,9 @@ def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) ->
     if not isinstance(args, Mapping):
         return f"invalid_input: arguments of {name} must be an object", False
     try:
+        schema = tool.args_schema
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            schema.model_validate(dict(args))  # langchain skips this for tools without args
         return str(tool.invoke(dict(args))), True
     except PathError as exc:
         text = str(exc)
@@ -290,6 +293,7 @@ class StepWorker:
                 status="done" if passed else "failed",
                 step_id=self.step_id,
                 check=report,
+                evidence_line=evidence_line(report, content=best),
                 stop_reason=result.stop_reason,
                 rounds=result.rounds,
                 defect=signature,
