@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import sqlite3
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,45 +26,59 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory):
+@contextmanager
+def dev_server(log: Path, config: str = "langgraph.json", env_extra: dict | None = None):
+    """`langgraph dev` on a free port, logs outside the served folder; yields an SDK client."""
     from langgraph_sdk import get_sync_client
 
     port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "langgraph-dev.log"  # outside the served folder
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(env_extra or {})
+    command = [
+        shutil.which("langgraph"),
+        "dev",
+        "--no-browser",
+        "--no-reload",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--config",
+        config,
+    ]
     with open(log, "w") as handle:
         server = subprocess.Popen(
-            [
-                shutil.which("langgraph"),
-                "dev",
-                "--no-browser",
-                "--no-reload",
-                "--port",
-                str(port),
-                "--host",
-                "127.0.0.1",
-            ],
+            command,
             cwd=ROOT,
             stdout=handle,
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
         )
-    sdk = get_sync_client(url=f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + 90
-    while True:
+    try:
+        sdk = get_sync_client(url=f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                sdk.assistants.search(graph_id="deep_agent")
+                break
+            except Exception:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("langgraph dev did not start:\n" + log.read_text()[-3000:])
+                time.sleep(0.5)
+        yield sdk
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
         try:
-            sdk.assistants.search(graph_id="deep_agent")
-            break
-        except Exception:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail("langgraph dev did not start:\n" + log.read_text()[-3000:])
-            time.sleep(0.5)
-    yield sdk
-    os.killpg(server.pid, 15)
-    server.wait(timeout=20)
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with dev_server(tmp_path_factory.mktemp("server") / "langgraph-dev.log") as sdk:
+        yield sdk
 
 
 def _user(text: str) -> dict:
@@ -112,3 +129,22 @@ def test_streamed_updates_show_planner_subagent_and_reflection(client):
             nodes.extend(part.data)
     assert nodes[:3] == ["planner", "subagent", "reflection"]
     assert nodes[-1] == "finalize"
+
+
+def test_langgraph_sqlite_json_keeps_the_servers_threads_in_sqlite(tmp_path):
+    db = tmp_path / "server.sqlite"
+    env = {"DEEPREFLECT_SERVER_DB": str(db)}
+    with dev_server(tmp_path / "dev.log", "langgraph.sqlite.json", env) as sdk:
+        thread = sdk.threads.create()
+        context = {"model": "scripted:escalation"}
+        sdk.runs.wait(thread["thread_id"], "deep_agent", input=_user("Write"), context=context)
+        assert sdk.threads.get(thread["thread_id"])["status"] == "interrupted"
+        with sqlite3.connect(db) as conn:
+            stored = conn.execute(
+                "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread["thread_id"],)
+            ).fetchone()[0]
+        assert stored > 0
+        final = sdk.runs.wait(
+            thread["thread_id"], "deep_agent", input=_user("engineers"), context=context
+        )
+        assert final["status"] == "success"
