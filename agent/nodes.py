@@ -357,6 +357,7 @@ class Nodes:
                 return {"usage": metered.usage, **_model_failure(exc, "reflection", state)}
             update["usage"] = metered.usage
             decision = rules.validate_decision(decision, s)
+        update["file_summaries"] = summarize_files(s.files, s.step)
         return update | _apply(decision, s, state)
 
     def _ask_model(self, metered: Metered, s: rules.Situation) -> rules.Decision:

@@ -47,6 +47,8 @@ class State(TypedDict, total=False):
     """Superseded plan versions, oldest first; never erased."""
     files: Annotated[dict[str, FileEntry], DeltaChannel(_files)]
     """The virtual filesystem; writing ``None`` to a path deletes it."""
+    file_summaries: dict[str, dict[str, Any]]
+    """What reflection last saw of ``files`` (status, bytes, age, check): Studio's readable view."""
     step: int
     """Planner rounds so far; ``age_steps`` of a file counts from it."""
     reflection_depth: int

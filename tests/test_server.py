@@ -107,6 +107,9 @@ def test_escalation_interrupts_the_thread_and_a_new_message_resumes_it(client):
     assert escalation["question"].startswith("Who is the report for")
     assert escalation["suggested_responses"] == ["engineers", "executives"]
     assert state["values"]["plan"]["version"] == 1
+    summaries = state["values"]["file_summaries"]
+    assert summaries["report.md"]["status"] == "done" and "content" not in summaries["report.md"]
+    assert state["values"]["decisions"][-1]["decision"] == "escalate"
 
     final = client.runs.wait(
         thread["thread_id"], "deep_agent", input=_user("engineers"), context=context
