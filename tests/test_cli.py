@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 
+import pytest
+
+pytest_plugins = ["tests.postgres"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def cli(*args: str, db, env_extra=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update({"COLUMNS": "200", **(env_extra or {})})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
+    env.update({"COLUMNS": "200", "PYTHONPATH": ROOT, **(env_extra or {})})
     return subprocess.run(
         [sys.executable, "-m", "agent.cli", *args, "--db", str(db)],
         capture_output=True,
         text=True,
         env=env,
+        cwd=ROOT,
         timeout=120,
     )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def threads_db(request, tmp_path):
+    """Where the CLI keeps threads: a SQLite file, or a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / "t.sqlite"
+    if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
+        pytest.skip("PostgreSQL threads need `pip install -e '.[postgres]'`")
+    return request.getfixturevalue("postgres_url")
 
 
 def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path):
@@ -32,20 +49,21 @@ def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path)
     assert "success (end)" in out
 
 
-def test_escalation_exits_3_and_a_new_process_resumes_it(tmp_path):
-    db = tmp_path / "t.sqlite"
-    paused = cli("demo", "--scenario", "escalation", db=db)
+def test_escalation_exits_3_and_a_new_process_resumes_it(threads_db):
+    paused = cli("demo", "--scenario", "escalation", db=threads_db)
     assert paused.returncode == 3, paused.stderr
     assert "Who is the report for" in paused.stdout
     thread_id = re.search(r"deepreflect resume (\S+)", paused.stdout).group(1)
-    finished = cli("resume", thread_id, "engineers", "--json", db=db)
+    finished = cli("resume", thread_id, "engineers", "--json", db=threads_db)
     assert finished.returncode == 0, finished.stderr
     result = json.loads(finished.stdout)
     assert result["status"] == "success" and result["thread_id"] == thread_id
-    shown = cli("show", thread_id, "--json", db=db)
+    assert result["artifacts"] and all(a["status"] == "done" for a in result["artifacts"].values())
+    shown = cli("show", thread_id, "--json", db=threads_db)
     assert json.loads(shown.stdout)["plan_version"] == 2
-    listed = cli("threads", db=db)
-    assert thread_id in listed.stdout and "success" in listed.stdout
+    listed = cli("threads", db=threads_db)
+    line = next(row for row in listed.stdout.splitlines() if row.startswith(thread_id))
+    assert "success" in line
 
 
 def test_json_result_has_the_documented_fields(tmp_path):

@@ -1,4 +1,5 @@
-"""Threads in a real PostgreSQL server: paused in one process, resumed from another.
+"""Threads in a real PostgreSQL server (pausing in one process and resuming from another is
+tests/test_cli.py's escalation test, run against both SQLite and PostgreSQL).
 
 The server comes from ``tests/postgres.py`` (``$DEEPREFLECT_TEST_PG`` or a throwaway local
 cluster); without one these tests are skipped with the reason.
@@ -7,10 +8,6 @@ cluster); without one these tests are skipped with the reason.
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 
@@ -27,40 +24,7 @@ from agent.runner import thread_config  # noqa: E402
 
 pytest_plugins = ["tests.postgres"]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_FILES = {"notes/requirements.md", "test_slugify.py", "slugify.py", "README.md"}
-
-
-def cli(*args: str, db: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
-    env.update({"COLUMNS": "200", "PYTHONPATH": ROOT})
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args, "--db", db],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-
-
-def test_escalation_pauses_in_one_process_and_another_resumes_it(postgres_url):
-    paused = cli("demo", "--scenario", "escalation", db=postgres_url)
-    assert paused.returncode == 3, paused.stderr
-    assert "Who is the report for" in paused.stdout
-    thread_id = re.search(r"deepreflect resume (\S+)", paused.stdout).group(1)
-
-    finished = cli("resume", thread_id, "engineers", "--json", db=postgres_url)
-    assert finished.returncode == 0, finished.stderr
-    result = json.loads(finished.stdout)
-    assert result["status"] == "success" and result["thread_id"] == thread_id
-    assert result["plan_version"] == 2
-    assert result["artifacts"] and all(a["status"] == "done" for a in result["artifacts"].values())
-
-    listed = cli("threads", db=postgres_url)
-    assert listed.returncode == 0, listed.stderr
-    line = next(row for row in listed.stdout.splitlines() if row.startswith(thread_id))
-    assert "success" in line
 
 
 def test_a_fresh_saver_sees_every_file_of_a_finished_thread(postgres_url):
