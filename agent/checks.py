@@ -25,7 +25,7 @@ from agent.errors import ErrorClass, classify
 from agent.sandbox import SandboxResult, run_python
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
+    from agent.critic import ChatModelLike
 
 __all__ = [
     "CheckFn",
@@ -67,7 +67,7 @@ _BUILTIN_KINDS = frozenset(
 )
 # The rubric kind needs the judge and the task; the table's signature has no room for them,
 # so run_check lends them for the duration of the call (thread- and task-safe).
-_JUDGE: contextvars.ContextVar[tuple[BaseChatModel | None, str]] = contextvars.ContextVar(
+_JUDGE: contextvars.ContextVar[tuple[ChatModelLike | None, str]] = contextvars.ContextVar(
     "deepreflect_check_judge", default=(None, "")
 )
 
@@ -109,7 +109,7 @@ def run_check(
     files: Mapping[str, Any],
     path: str,
     *,
-    judge: BaseChatModel | None = None,
+    judge: ChatModelLike | None = None,
     task: str = "",
 ) -> CheckReport:
     """Check the artifact ``files[path]`` against ``spec``; never raises.

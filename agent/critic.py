@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,6 +27,13 @@ _LOCATION = re.compile(
     r"|\b(?P<bare>line \d+)\b",
     re.IGNORECASE,
 )
+
+
+class ChatModelLike(Protocol):
+    """What a critic or judge needs of a model: ``invoke(messages)``. A chat model, one bound
+    to callbacks (``with_config``) and a ``Metered`` all qualify."""
+
+    def invoke(self, input: list[BaseMessage], /) -> Any: ...
 
 
 class Issue(BaseModel):
@@ -187,7 +193,7 @@ def _rubric_text(rubric: str | Sequence[str]) -> str:
 
 
 def run_critic(
-    model: BaseChatModel,
+    model: ChatModelLike,
     task: str,
     path: str,
     draft: str,
@@ -205,7 +211,7 @@ def run_critic(
 
 
 def rubric_report(
-    judge: BaseChatModel, *, task: str, path: str, content: str, criteria: list[str]
+    judge: ChatModelLike, *, task: str, path: str, content: str, criteria: list[str]
 ) -> dict[str, Any]:
     """The `rubric` check kind: passes when the judge finds no blocking issue it can support."""
     critique, _tokens = run_critic(judge, task, path, content, RUBRIC_ONLY_EVIDENCE, criteria)

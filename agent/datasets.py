@@ -362,7 +362,7 @@ def _off_by_one(node: ast.AST) -> Iterator[_Site]:
             stop = node.args[0] if len(node.args) == 1 else node.args[1]
             yield stop, _paren(ast.BinOp(left=stop, op=ast.Sub(), right=ast.Constant(1)))
     if isinstance(node, ast.Subscript):
-        bounds = [node.slice]
+        bounds: list[ast.expr | None] = [node.slice]
         if isinstance(node.slice, ast.Slice):
             bounds = [node.slice.lower, node.slice.upper]
         for bound in bounds:

@@ -238,14 +238,8 @@ def reflect_task(
         answer: Any = from_check
         tokens = 0
         if judge is not None:
-            # Metered stands in for the chat model: run_critic only calls .invoke(messages)
             reviewed, tokens = run_critic(
-                judge,  # type: ignore[arg-type]
-                task.prompt,
-                task.path,
-                draft,
-                report,
-                CRITIC_RUBRIC,
+                judge, task.prompt, task.path, draft, report, CRITIC_RUBRIC
             )
             if reviewed is None:
                 record["critic_malformed"] = True
@@ -601,12 +595,7 @@ def _judge(
     }
     if critic is not None:
         reviewed, _tokens = run_critic(
-            critic,  # type: ignore[arg-type]  # Metered: run_critic only calls .invoke
-            task.prompt,
-            task.path,
-            source,
-            report,
-            CRITIC_RUBRIC,
+            critic, task.prompt, task.path, source, report, CRITIC_RUBRIC
         )
         if reviewed is None:
             out["critic_malformed"] = True

@@ -41,7 +41,7 @@ def build_graph(
     name: str = "deep_agent",
     state_schema: type[Any] = State,
     reflection_rules: Sequence[Rule] = RULES,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Context, InputState, Any]:
     """Build the deepreflect graph.
 
     Args:
@@ -61,12 +61,15 @@ def build_graph(
         max_tool_turns=max_tool_turns,
         rules=reflection_rules,
     )
-    retry = {"retry_policy": retry_policy} if retry_policy else {}
 
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
-    builder.add_node("planner", nodes.planner, **retry)
-    builder.add_node("subagent", nodes.subagent, input_schema=SubagentTask, **retry)
-    builder.add_node("reflection", nodes.reflection, **retry)
+    # add_node's overloads want a TypedDict-like state; planner and reflection take a Mapping
+    # on purpose (StateView in agent/nodes.py), hence the two ignores.
+    builder.add_node("planner", nodes.planner, retry_policy=retry_policy)  # type: ignore[call-overload]
+    builder.add_node(
+        "subagent", nodes.subagent, input_schema=SubagentTask, retry_policy=retry_policy
+    )
+    builder.add_node("reflection", nodes.reflection, retry_policy=retry_policy)  # type: ignore[call-overload]
     builder.add_node("escalate", nodes.escalate)
     builder.add_node("finalize", nodes.finalize)
 

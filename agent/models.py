@@ -9,7 +9,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -22,6 +22,7 @@ from agent.errors import ConfigError
 
 Response = str | dict | AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 _STEP_MARKER = re.compile(r"^step_id: (\S+)$", re.MULTILINE)
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 
 def tool_call(name: str, **args: Any) -> AIMessage:
@@ -299,8 +300,8 @@ class Metered:
         return answer
 
     def structured(
-        self, messages: list[BaseMessage], schema: type[BaseModel]
-    ) -> tuple[BaseModel | None, str]:
+        self, messages: list[BaseMessage], schema: type[SchemaT]
+    ) -> tuple[SchemaT | None, str]:
         """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
         kwargs: dict[str, Any] = {"include_raw": True}
         target: Any = schema
@@ -310,7 +311,10 @@ class Metered:
                 # With a pydantic class the openai client parses, and raises, inside invoke;
                 # with its JSON schema a malformed answer reaches us for a retry, usage intact.
                 target = schema.model_json_schema()
-        result = self.model.with_structured_output(target, **kwargs).invoke(messages)
+        # include_raw=True: the answer is always a {"raw", "parsed", "parsing_error"} dict
+        result = cast(
+            dict[str, Any], self.model.with_structured_output(target, **kwargs).invoke(messages)
+        )
         raw = result.get("raw")
         self._count(raw)
         parsed = result.get("parsed")

@@ -288,17 +288,17 @@ class Nodes:
         }
 
     # -------------------------------------------------------------------- subagent
-    def subagent(self, task: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    def subagent(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
         """One step, one subagent: the revise loop, then the files and what it did."""
         ctx = as_context(runtime.context)
-        step = task["step"]
+        step = state["step"]
         spec = self.registry[step["action"]]
         judge, judge_usage = self._metered("critic", ctx).observed()
         worker = StepWorker(
             step=step,
-            goal=task["goal"],
-            inputs=task["inputs"],
-            round_no=task["round"],
+            goal=state["goal"],
+            inputs=state["inputs"],
+            round_no=state["round"],
             system_prompt=spec["prompt"],
             model=self._metered(step["action"], ctx),
             judge=judge,
@@ -306,8 +306,8 @@ class Nodes:
             loop_config=LoopConfig(
                 max_rounds=ctx.max_revisions,
                 min_gain=ctx.min_gain,
-                token_budget=max(1, int(task["token_allowance"])),
-                timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
+                token_budget=max(1, int(state["token_allowance"])),
+                timeout_s=state.get("time_allowance_s") or ctx.time_budget_s,
             ),
             max_tool_turns=self.max_tool_turns,
         )
@@ -408,7 +408,7 @@ class Nodes:
                 if state.get("decisions")
                 else ""
             )
-            update = {"messages": [AIMessage(text.strip())], "dispatch": []}
+            update: dict[str, Any] = {"messages": [AIMessage(text.strip())], "dispatch": []}
             return update | {"result": build_result({**state, **update}, _thread_id())}
         answer = (state.get("decisions") or [{}])[-1].get("final_answer") or "Done."
         update = {

@@ -143,7 +143,7 @@ def new_plan(steps: list[Step], version: int) -> dict[str, Any]:
 def is_done(step: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) -> bool:
     """A step is done when its artifact exists and its check passed."""
     entry = files.get(step["expected_output"])
-    return bool(entry) and entry.get("status") == "done"
+    return bool(entry and entry.get("status") == "done")
 
 
 def ready_steps(

@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -22,7 +23,13 @@ from agent.context import Context
 from agent.errors import ConfigError
 from agent.result import Result, build_result
 
+if TYPE_CHECKING:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+
 DEFAULT_DB = ".deepreflect/threads.sqlite"
+# What build_graph returns, whatever its state schema: these functions pass it a Context.
+Graph = CompiledStateGraph[Any, Context, Any, Any]
 
 
 def db_location(db: str | None = None) -> str:
@@ -44,12 +51,12 @@ def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
 
         with ExitStack() as stack:
             try:
-                saver = stack.enter_context(PostgresSaver.from_conn_string(location))
-                _setup_postgres(saver)
+                pg_saver = stack.enter_context(PostgresSaver.from_conn_string(location))
+                _setup_postgres(pg_saver)
             except psycopg.Error as exc:
                 msg = f"cannot use PostgreSQL at {_redact(location)}: {str(exc).strip()}"
                 raise ConfigError(msg) from exc
-            yield saver
+            yield pg_saver
         return
     path = Path(location)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +83,7 @@ def _redact(url: str) -> str:
     return re.sub(r"(password=)[^&]*", r"\1***", url)
 
 
-def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 60) -> None:
+def _setup_postgres(saver: PostgresSaver, wait_s: float = 60) -> None:
     """``setup()`` by one process at a time: workers starting at once on a fresh database
     otherwise race to create the tables and record the migrations (duplicate key errors).
 
@@ -85,12 +92,14 @@ def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 60) -> None:
     """
     from psycopg.rows import tuple_row
 
-    conn = saver.conn  # type: ignore[attr-defined]  # autocommit: the lock is per session
+    # from_conn_string: one connection, not a pool, in autocommit: the lock is per session
+    conn = cast("Connection[Any]", saver.conn)
     deadline = time.monotonic() + wait_s
     locked = False
     while not locked and time.monotonic() < deadline:
         with conn.cursor(row_factory=tuple_row) as cur:
-            locked = cur.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK,)).fetchone()[0]
+            row = cur.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK,)).fetchone()
+        locked = bool(row and row[0])
         if not locked:
             time.sleep(0.05)
     try:
@@ -119,11 +128,11 @@ def _retry_locked(action: Callable[[], Any], timeout_s: float = 30.0) -> Any:
             delay = min(delay * 2, 0.25)
 
 
-def thread_config(thread_id: str) -> dict[str, Any]:
+def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def result_of(graph: CompiledStateGraph, thread_id: str) -> Result:
+def result_of(graph: Graph, thread_id: str) -> Result:
     """The thread's current :class:`Result`."""
     snapshot = graph.get_state(thread_config(thread_id))
     return build_result(snapshot.values, thread_id)
@@ -133,7 +142,7 @@ OnUpdate = Callable[[str, dict[str, Any]], None]
 
 
 def execute(
-    graph: CompiledStateGraph,
+    graph: Graph,
     payload: dict[str, Any] | None,
     thread_id: str,
     context: Context,
@@ -158,7 +167,7 @@ def execute(
     return result_of(graph, thread_id)
 
 
-def stored_context(graph: CompiledStateGraph, thread_id: str) -> Context | None:
+def stored_context(graph: Graph, thread_id: str) -> Context | None:
     """The Context a thread last ran with, if it was started through :func:`run`."""
     snapshot = graph.get_state(thread_config(thread_id))
     stored = snapshot.values.get("context")
@@ -166,7 +175,7 @@ def stored_context(graph: CompiledStateGraph, thread_id: str) -> Context | None:
 
 
 def run(
-    graph: CompiledStateGraph,
+    graph: Graph,
     goal: str,
     *,
     thread_id: str | None = None,
@@ -180,7 +189,7 @@ def run(
 
 
 def resume(
-    graph: CompiledStateGraph,
+    graph: Graph,
     thread_id: str,
     answer: str | None = None,
     *,

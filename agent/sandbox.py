@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 __all__ = ["SandboxResult", "run_python"]
 
@@ -332,7 +332,7 @@ def _collect(
                 if not chunk:
                     selector.unregister(key.fileobj)
                     continue
-                captures[key.fileobj].add(chunk)
+                captures[cast(IO[bytes], key.fileobj)].add(chunk)  # the pipes registered above
                 if sum(c.total for c in captures.values()) > _OUTPUT_FLOOD_BYTES:
                     return "output"
         # Pipes closed; the process may still run (it closed them itself): wait for it.

@@ -212,8 +212,8 @@ def _subagent(messages: list[BaseMessage]) -> Any:
 def _planner(plan_for: Callable[[str, str, dict], dict]) -> Callable[[list[BaseMessage]], Any]:
     def respond(messages: list[BaseMessage]) -> Any:
         prompt = _human(messages)
-        answer = (_ANSWER.search(prompt) or [None, ""])[1].strip()
-        reason = (_REASON.search(prompt) or [None, ""])[1].strip()
+        answer = (_ANSWER.search(prompt) or ("", ""))[1].strip()
+        reason = (_REASON.search(prompt) or ("", ""))[1].strip()
         return plan_for(answer, reason, {"prompt": prompt})
 
     return respond

@@ -64,7 +64,8 @@ def build_registry(
         if not spec.get("description"):
             msg = f"subagent {name!r} needs a description (the planner chooses by it)"
             raise ConfigError(msg)
-        prompt = spec.get("prompt") or registry.get(name, {}).get("prompt")
+        inherited = registry[name].get("prompt") if name in registry else None
+        prompt = spec.get("prompt") or inherited
         if not prompt:
             msg = f"subagent {name!r} needs a prompt"
             raise ConfigError(msg)

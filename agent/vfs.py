@@ -38,6 +38,14 @@ class FileEntry(TypedDict, total=False):
     """The ``CheckReport`` of its ``done_when`` check, when it has one."""
     evidence_line: str | None
     """The check's evidence as reflection may see it: one short line, no quoted content."""
+    stop_reason: str | None
+    """Why the step's revise loop stopped, on the artifact a subagent produced."""
+    rounds: int
+    """Revisions the step's revise loop made, on the artifact a subagent produced."""
+    defect: str | None
+    """Signature of the blocking evidence of a failed step (repeated-defect rule)."""
+    kind: Literal["critique"]
+    """Set on a step's ``critique.json``, which reflection shows despite its scratch path."""
 
 
 class PathError(ValueError):
@@ -147,7 +155,7 @@ def evidence_line(
     return _redact(line, " ".join(content.split()))
 
 
-def summarize_files(files: Mapping[str, FileEntry], step: int) -> dict[str, dict[str, Any]]:
+def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[str, dict[str, Any]]:
     """What reflection may know about each file: status, size, age and check result.
 
     Never the content (seed 000): contents would re-serialise the whole filesystem into every

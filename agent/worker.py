@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
         edited = workspace.edit(path, old, new)
         return f"edited {edited}"
 
-    specs = [
+    specs: list[tuple[Callable[..., str], type[BaseModel], str]] = [
         (ls, _NoArgs, "List the files you can read."),
         (read_file, _PathArgs, "Read one file."),
         (write_file, _WriteArgs, "Create or replace a file you may write."),
@@ -120,7 +120,7 @@ class StepRun:
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def defect_signature(step_id: str, issues: list[Mapping[str, Any]]) -> str | None:
+def defect_signature(step_id: str, issues: Sequence[Mapping[str, Any]]) -> str | None:
     """Hash of a step's blocking evidence, stable across runs (timings removed)."""
     blocking = [i for i in issues if i.get("severity") == "blocking"]
     if not blocking:
