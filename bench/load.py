@@ -209,7 +209,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--threads", type=int, default=25, help="threads per process")
     parser.add_argument("--concurrency", type=int, default=25, help="threads at once, per process")
-    parser.add_argument("--db", help="SQLite file (default: a fresh temporary one)")
+    parser.add_argument(
+        "--db", help="SQLite file or postgresql:// URL (default: a fresh temporary SQLite file)"
+    )
     parser.add_argument("--conn-per-thread", action="store_true")
     parser.add_argument(
         "--precreate",
@@ -308,7 +310,8 @@ def main() -> int:
         print(json.dumps(summary, indent=1))
     else:
         lat = summary["latency_ms"]
-        print(f"\nLoad on one SQLite file  ({summary['machine']})")
+        backend = "PostgreSQL database" if db.startswith("postgres") else "SQLite file"
+        print(f"\nLoad on one {backend}  ({summary['machine']})")
         print(f"  {summary['command']}")
         print(
             f"  {args.processes} processes x {args.threads} threads "

@@ -13,6 +13,7 @@ be started, the tests that need one are skipped with the reason.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import pwd
 import re
@@ -167,3 +168,13 @@ def postgres_url() -> Iterator[str]:
         yield url
     finally:
         server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def threads_db(request, tmp_path) -> str:
+    """Where threads live, once per backend: a SQLite file, then a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "threads.sqlite")
+    if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
+        pytest.skip("PostgreSQL threads need `pip install -e '.[postgres]'`")
+    return request.getfixturevalue("postgres_url")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
-
-import pytest
 
 pytest_plugins = ["tests.postgres"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,16 +23,6 @@ def cli(*args: str, db, env_extra=None) -> subprocess.CompletedProcess:
         cwd=ROOT,
         timeout=120,
     )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def threads_db(request, tmp_path):
-    """Where the CLI keeps threads: a SQLite file, or a real PostgreSQL server."""
-    if request.param == "sqlite":
-        return tmp_path / "t.sqlite"
-    if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
-        pytest.skip("PostgreSQL threads need `pip install -e '.[postgres]'`")
-    return request.getfixturevalue("postgres_url")
 
 
 def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path):

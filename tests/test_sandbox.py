@@ -160,7 +160,7 @@ def test_wall_timeout_kills_the_whole_process_group():
 
     assert result.timed_out and result.killed_reason == "timeout"
     assert result.returncode == -9
-    assert result.duration_s < 2
+    assert result.duration_s < 30  # killed at its 1 s timeout, not after the child's 60 s
     assert not is_running(int(result.stdout))
 
 
@@ -178,7 +178,7 @@ def test_children_left_behind_are_killed_when_the_main_process_exits():
     )
 
     assert result.returncode == 0 and not result.timed_out
-    assert result.duration_s < 2
+    assert result.duration_s < 30  # the leftover child was killed, not waited for (60 s)
     assert not is_running(int(result.stdout))
 
 
@@ -193,8 +193,7 @@ def test_long_output_is_truncated_keeping_head_and_tail():
 def test_output_flood_kills_the_run():
     result = run_code("import sys\nwhile True: sys.stdout.write('x' * 65536)", timeout_s=5)
 
-    assert result.killed_reason == "output"
-    assert result.duration_s < 5
+    assert result.killed_reason == "output" and not result.timed_out
     assert len(result.stdout) <= 8000 + len("\n[truncated]\n")
 
 
