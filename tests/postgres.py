@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -177,4 +178,14 @@ def threads_db(request, tmp_path) -> str:
         return str(tmp_path / "threads.sqlite")
     if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
         pytest.skip("PostgreSQL threads need `pip install -e '.[postgres]'`")
-    return request.getfixturevalue("postgres_url")
+    return fresh_database(request.getfixturevalue("postgres_url"))
+
+
+def fresh_database(server_url: str) -> str:
+    """A new, empty database on the server, so a test sees only the threads it made."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
