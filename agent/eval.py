@@ -119,11 +119,21 @@ def _map(
     workers: int,
     progress: Progress | None,
 ) -> list[dict[str, Any]]:
-    """Run ``fn`` over the tasks on a small thread pool, in order, reporting progress."""
+    """Run ``fn`` over the tasks on a small thread pool, in order, reporting progress.
+
+    A task that raises becomes a failed record: one bad task must not lose the others'.
+    """
+
+    def guarded(task: Task) -> dict[str, Any]:
+        try:
+            return fn(task)
+        except Exception as exc:
+            return _failed_task(task, exc)
+
     done = 0
     out: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for record in pool.map(fn, tasks):
+        for record in pool.map(guarded, tasks):
             out.append(record)
             done += 1
             if progress is not None:
@@ -347,12 +357,7 @@ def run_reflection_eval(
     started = time.monotonic()
 
     def one(task: Task) -> dict[str, Any]:
-        try:
-            return reflect_task(
-                task, model, critic=critic, max_rounds=max_rounds, evidence=evidence
-            )
-        except Exception as exc:  # one bad task must not lose the others' results
-            return _failed_task(task, exc)
+        return reflect_task(task, model, critic=critic, max_rounds=max_rounds, evidence=evidence)
 
     records = _map(one, tasks, workers, progress)
     return {
@@ -664,10 +669,7 @@ def run_seeded_eval(
     started = time.monotonic()
 
     def one(task: Task) -> dict[str, Any]:
-        try:
-            return seed_task(task, critic=critic, seed=seed, timeout_s=timeout_s)
-        except Exception as exc:
-            return _failed_task(task, exc)
+        return seed_task(task, critic=critic, seed=seed, timeout_s=timeout_s)
 
     records = _map(one, tasks, workers, progress)
     return {

@@ -8,7 +8,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from agent.errors import ConfigError
 
-Response = str | dict | AIMessage | BaseException | Callable[[list[BaseMessage]], Any]
 _STEP_MARKER = re.compile(r"^step_id: (\S+)$", re.MULTILINE)
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 

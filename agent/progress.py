@@ -84,9 +84,6 @@ class Progress:
     def _escalate(self, update: Mapping[str, Any]) -> None:
         self.console.print(f"[yellow]paused[/] ({update.get('stop_reason')})")
 
-    def _finalize(self, update: Mapping[str, Any]) -> None:
-        pass
-
 
 def _short(text: str, limit: int = 140) -> str:
     text = " ".join(str(text).split())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -337,10 +337,6 @@ def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
         "stop_reason": d.stop_reason or "model_escalated",
         "status": d.status or "awaiting_input",
     }
-
-
-def as_dict(d: Decision) -> dict[str, Any]:
-    return asdict(d)
 
 
 def _progress_line(s: Situation) -> str:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agent.errors import ConfigError
 from agent.models import ScriptedChatModel, tool_call
@@ -30,7 +30,9 @@ def _human(messages: list[BaseMessage]) -> str:
     return texts[0] if texts else ""
 
 
-def _step(step_id: str, action: str, text: str, output: str, check: Any, deps=()) -> dict:
+def _step(
+    step_id: str, action: str, text: str, output: str, check: Any, deps: Sequence[str] = ()
+) -> dict:
     return {
         "step_id": step_id,
         "depends_on": list(deps),
@@ -61,10 +63,6 @@ def slugify(text: str) -> str:
     words = text.lower().split()
     return "-".join(words)
 '''
-_SLUG_FIXED = _SLUG_BUGGY.replace(
-    "    words = text.lower().split()",
-    '    words = re.findall(r"[a-z0-9]+", text.lower())',
-)
 
 
 def _demo_plan(answer: str, reason: str) -> dict:
@@ -109,20 +107,19 @@ def _demo_plan(answer: str, reason: str) -> dict:
 
 def _simple_plan(answer: str, reason: str) -> dict:
     audience = f" Audience: {answer}." if answer else ""
-    extra = ""
     return {
         "steps": [
             _step(
                 "S1",
                 "researcher",
-                f"Collect the key facts for the goal.{audience}{extra}",
+                f"Collect the key facts for the goal.{audience}",
                 "notes.md",
                 {"kind": "contains", "all": ["Facts"]},
             ),
             _step(
                 "S2",
                 "writer",
-                f"Write the report from notes.md.{audience}{extra}",
+                f"Write the report from notes.md.{audience}",
                 "report.md",
                 {"kind": "contains", "all": ["Report", "notes.md"]},
                 ["S1"],
@@ -151,7 +148,7 @@ def _replan_plan(answer: str, reason: str) -> dict:
 # ------------------------------------------------------------------------------ artifacts
 
 
-def _artifact(step_id: str, instructions: str, revision: bool) -> AnyCall:
+def _artifact(step_id: str, instructions: str, revision: bool) -> AIMessage:
     """What a subagent writes, decided from its step and whether it is revising."""
     if step_id == "S1" and "requirements" in instructions:
         body = (
@@ -190,9 +187,6 @@ def _artifact(step_id: str, instructions: str, revision: bool) -> AnyCall:
     )
 
 
-AnyCall = Any
-
-
 def _subagent(messages: list[BaseMessage]) -> Any:
     if isinstance(messages[-1], ToolMessage):
         return "Artifact written."
@@ -209,12 +203,12 @@ def _subagent(messages: list[BaseMessage]) -> Any:
 # ------------------------------------------------------------------------------ roles
 
 
-def _planner(plan_for: Callable[[str, str, dict], dict]) -> Callable[[list[BaseMessage]], Any]:
+def _planner(plan_for: Callable[[str, str], dict]) -> Callable[[list[BaseMessage]], Any]:
     def respond(messages: list[BaseMessage]) -> Any:
         prompt = _human(messages)
         answer = (_ANSWER.search(prompt) or ("", ""))[1].strip()
         reason = (_REASON.search(prompt) or ("", ""))[1].strip()
-        return plan_for(answer, reason, {"prompt": prompt})
+        return plan_for(answer, reason)
 
     return respond
 
@@ -263,12 +257,12 @@ def _never_satisfied(s: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "replan", "reason": "the report could be sharper"}
 
 
-_PLANNERS: dict[str, Callable[[str, str, dict], dict]] = {
-    "demo": lambda a, r, _: _demo_plan(a, r),
-    "happy": lambda a, r, _: _simple_plan(a, r),
-    "replan": lambda a, r, _: _replan_plan(a, r),
-    "escalation": lambda a, r, _: _simple_plan(a, r),
-    "depth-cap": lambda a, r, _: _simple_plan(a, r),
+_PLANNERS: dict[str, Callable[[str, str], dict]] = {
+    "demo": _demo_plan,
+    "happy": _simple_plan,
+    "replan": _replan_plan,
+    "escalation": _simple_plan,
+    "depth-cap": _simple_plan,
 }
 _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "demo": finish_or_continue,

@@ -163,7 +163,6 @@ class StepWorker:
         )
         self.tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
         self.run = StepRun()
-        self.fatal: tuple[ErrorClass, str] | None = None
 
     # -- trajectory ---------------------------------------------------------------------
     def _event(self, action: str, **data: Any) -> None:
@@ -255,7 +254,6 @@ class StepWorker:
             error_class = classify(exc)
             if error_class is ErrorClass.TRANSIENT:
                 raise  # the node's RetryPolicy retries the whole step
-            self.fatal = (error_class, describe(exc))
             self._event("error", error_class=error_class.value, observation=describe(exc))
             self.run.usage = merge_usage(self.run.usage, self.model.usage)
             return self.run

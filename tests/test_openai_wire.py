@@ -184,18 +184,10 @@ def test_json_schema_and_json_mode_structured_output_complete_a_run(
     assert result["usage"] == server.usage_by_role()
 
 
-def test_json_mode_retries_a_malformed_reflection(server, graph):
+@pytest.mark.parametrize("method", ["json_mode", "json_schema"])
+def test_response_format_methods_retry_a_malformed_reflection(server, graph, method):
     server.malformed_next("reflection")
-    context = Context(model=MODEL, structured_output="json_mode")
-    result = run(graph, GOAL, context=context, thread_id="t")
-
-    assert (result["status"], result["stop_reason"]) == ("success", "end")
-    assert len(server.requests_by_role("reflection")) == 2
-
-
-def test_json_schema_retries_a_malformed_reflection(server, graph):
-    server.malformed_next("reflection")
-    context = Context(model=MODEL, structured_output="json_schema")
+    context = Context(model=MODEL, structured_output=method)
     result = run(graph, GOAL, context=context, thread_id="t")
 
     assert (result["status"], result["stop_reason"]) == ("success", "end")

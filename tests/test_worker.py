@@ -113,8 +113,9 @@ def test_the_step_sees_only_its_inputs():
 def test_a_permission_error_from_the_model_is_recorded_not_raised():
     w, _ = worker([AgentError("permission_denied", "401 invalid api key")])
     run = w.execute()
-    assert w.fatal[0].value == "permission_denied"
-    assert run.trajectory[-1]["action"] == "error" and run.files == {}
+    error = run.trajectory[-1]
+    assert error["action"] == "error" and error["error_class"] == "permission_denied"
+    assert "401 invalid api key" in error["observation"] and run.files == {}
 
 
 def test_a_transient_error_is_raised_for_the_retry_policy():
