@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import jsonschema
 import jsonschema.exceptions
 
+from agent.code_checks import pytest_check, python_check
 from agent.errors import ErrorClass, classify
-from agent.sandbox import SandboxResult, run_python
 
 if TYPE_CHECKING:
     from agent.critic import ChatModelLike
@@ -325,57 +325,7 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     return _report("json_schema", False, 0.0, f"{best.json_path}: {best.message}{more}")
 
 
-# -- code kinds (sandboxed) -----------------------------------------------------------------
-
-_RUNNER = "__deepreflect_check__.py"
-_CHECK_CODE = "__deepreflect_check_code__.py"
-_MARK = "__deepreflect_check_result__ "
-# Runs inside the sandbox: the artifact, then the check code in the same namespace. The result
-# line on stderr carries the exception and the failing lines; os._exit keeps forked children
-# from reporting twice through atexit handlers.
-_RUNNER_SOURCE = r"""
-import builtins, json, os, sys, traceback
-
-artifact, code_file = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-MARK = "__deepreflect_check_result__ "
-
-
-def report(ok, **info):
-    sys.stdout.flush()
-    sys.stderr.write("\n" + MARK + json.dumps({"ok": ok, **info}) + "\n")
-    sys.stderr.flush()
-    os._exit(0 if ok else 1)
-
-
-def frames(exc):
-    where = []
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename in (artifact, code_file):
-            tag = "check" if frame.filename == code_file else "artifact"
-            where.append([tag, frame.lineno, (frame.line or "").strip()])
-    if isinstance(exc, SyntaxError) and exc.filename in (artifact, code_file):
-        tag = "check" if exc.filename == code_file else "artifact"
-        where.append([tag, exc.lineno, (exc.text or "").strip()])
-    return where
-
-
-stem = os.path.splitext(os.path.basename(artifact))[0]
-namespace = {"__name__": stem if stem.isidentifier() else "artifact", "__file__": artifact,
-             "__builtins__": builtins}
-sys.path.insert(0, os.path.dirname(artifact))
-stage = "artifact"
-try:
-    with open(artifact, encoding="utf-8") as handle:
-        exec(compile(handle.read(), artifact, "exec"), namespace)
-    stage = "check"
-    with open(code_file, encoding="utf-8") as handle:
-        exec(compile(handle.read(), code_file, "exec"), namespace)
-except BaseException as exc:
-    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-    report(False, stage=stage, type=type(exc).__name__, message=message[:300],
-           frames=frames(exc)[-6:])
-report(True)
-"""
+# -- code kinds (sandboxed; agent.code_checks) ----------------------------------------------
 
 
 def _timeout(spec: dict[str, Any]) -> float:
@@ -383,96 +333,13 @@ def _timeout(spec: dict[str, Any]) -> float:
 
 
 def _check_python(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    sandbox_files = {**files, _RUNNER: _RUNNER_SOURCE, _CHECK_CODE: spec["code"]}
-    timeout = _timeout(spec)
-    result = run_python(sandbox_files, [_RUNNER, path, _CHECK_CODE], timeout_s=timeout)
-    outcomes = _outcomes(result.stderr)
-    failure = next((o for o in outcomes if not o["ok"]), None)
-    if result.killed_reason in ("timeout", "cpu", "output"):
-        return _report("python", False, 0.0, _killed_evidence(result, timeout))
-    if failure is not None:
-        return _report("python", False, 0.0, _describe_failure(failure, path))
-    if result.returncode == 0 and outcomes:
-        return _report("python", True, 1.0, f"{path} ran and the check code passed")
-    tail = result.stderr.strip().splitlines()[-3:]
-    evidence = f"the code exited (code {result.returncode}) before the check code finished"
-    return _report("python", False, 0.0, " | ".join([evidence, *tail]))
-
-
-def _outcomes(stderr: str) -> list[dict[str, Any]]:
-    """The runner's result lines (one per process: forked children report too)."""
-    found = []
-    for line in stderr.splitlines():
-        if line.startswith(_MARK):
-            try:
-                found.append(json.loads(line[len(_MARK) :]))
-            except ValueError:
-                continue  # cut by truncation or interleaved with another process's output
-    return found
-
-
-def _describe_failure(failure: dict[str, Any], path: str) -> str:
-    """``AssertionError at line 3: assert slugify('A B') == 'a-b'`` plus where it was raised."""
-    error = failure["type"] + (f": {failure['message']}" if failure["message"] else "")
-    frames = failure.get("frames") or []
-    if failure["stage"] == "artifact":
-        at = next((f for f in reversed(frames) if f[0] == "artifact"), None)
-        where = f" at line {at[1]}: {at[2]}" if at else ""
-        return f"running {path} raised {error}{where}"
-    in_check = next((f for f in reversed(frames) if f[0] == "check"), None)
-    text = f"{error} at line {in_check[1]}: {in_check[2]}" if in_check else error
-    if frames and frames[-1][0] == "artifact":
-        text += f" (raised in {path} line {frames[-1][1]}: {frames[-1][2]})"
-    return text
-
-
-def _killed_evidence(result: SandboxResult, timeout: float) -> str:
-    if result.killed_reason == "timeout":
-        return f"timed out after {timeout:g} s; the process group was killed"
-    if result.killed_reason == "cpu":
-        return f"CPU time limit ({timeout:g} s + 1) exceeded; the process was killed"
-    return "the code flooded its output and was killed"
-
-
-_PYTEST_COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
-_PYTEST_SUMMARY = re.compile(r"^=*\s*(no tests ran|\d+ \w+.*) in [\d.]+s")
-# the failing assertion ("E   assert 'a b' == 'a-b'") and where it failed ("tests/t.py:4: in
-# test_a"); frames outside the sandbox folder (the interpreter's own files) are left out
-_PYTEST_DETAIL = re.compile(r"^(E\s+\S|[^/\s]\S*\.py:\d+(: |$))")
+    passed, score, evidence = python_check(files, path, spec["code"], _timeout(spec))
+    return _report("python", passed, score, evidence)
 
 
 def _check_pytest(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    missing = [t for t in spec["tests"] if t not in files]
-    if missing:
-        return _report("pytest", False, 0.0, "test file not in files: " + ", ".join(missing))
-    argv = ["-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", "--rootdir=."]
-    timeout = _timeout(spec)
-    result = run_python(
-        files,
-        [*argv, *spec["tests"]],
-        timeout_s=timeout,
-        max_output=20_000,
-        # the host's pytest plugins are not part of the code under test
-        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-    )
-    if result.killed_reason in ("timeout", "cpu", "output"):
-        return _report("pytest", False, 0.0, _killed_evidence(result, timeout))
-    lines = result.stdout.splitlines()
-    summary = next((ln.strip("= ") for ln in reversed(lines) if _PYTEST_SUMMARY.match(ln)), "")
-    counts: Counter[str] = Counter()
-    for number, word in _PYTEST_COUNTS.findall(summary):
-        counts["errors" if word.startswith("error") else word] += int(number)
-    ran = counts["passed"] + counts["failed"] + counts["errors"]
-    score = counts["passed"] / ran if ran else 0.0
-    if result.returncode == 0 and (counts["passed"] or not summary):
-        # exit code 0: every collected test passed (a project's -qq hides the summary line)
-        return _report("pytest", True, score if ran else 1.0, summary or "all tests passed")
-    details = [ln.strip() for ln in lines if _PYTEST_DETAIL.match(ln)]
-    details = list(dict.fromkeys(details))[:8]
-    head = summary or f"pytest exited with code {result.returncode}"
-    if not details and not summary:
-        details = (result.stderr or result.stdout).strip().splitlines()[-3:]
-    return _report("pytest", False, score, " | ".join([head, *details]))
+    passed, score, evidence = pytest_check(files, spec["tests"], _timeout(spec))
+    return _report("pytest", passed, score, evidence)
 
 
 # -- sql ------------------------------------------------------------------------------------

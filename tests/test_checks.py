@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import checks
+from agent import checks, sandbox
 from agent.checks import register_check, run_check, validate_check_spec
 
 SLUG = "def slugify(text):\n    return text.lower()\n"
@@ -229,7 +229,7 @@ def test_python_check_treats_an_early_exit_as_unfinished():
     report = python_check("import os\nos._exit(0)\nassert False")
 
     assert not report["passed"]
-    assert "before the check code finished" in report["evidence"]
+    assert "exited before the tests finished" in report["evidence"]
 
 
 # Hostile check code: each must end as a failed check with clear evidence within timeout + 1 s.
@@ -270,9 +270,9 @@ def test_python_check_cannot_write_outside_its_folder():
 
     report = python_check(f"open({str(target)!r}, 'w').write('escaped')", timeout_s=2)
 
-    assert not report["passed"]
-    assert report["evidence"].startswith("PermissionError: sandbox: writing")
-    assert not target.exists()
+    assert not target.exists()  # kernel mode: a private /tmp; process mode: refused
+    if sandbox.isolation_level() == "process":
+        assert report["evidence"].startswith("PermissionError: sandbox: writing")
 
 
 # -- pytest ---------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ def test_pytest_check_passes_when_the_listed_tests_pass():
     report = run_check(PYTEST_SPEC, files, "slug.py")
 
     assert report["passed"] and report["score"] == 1.0
-    assert report["evidence"].startswith("2 passed")
+    assert report["evidence"] == "2 of 2 tests passed"
 
 
 def test_pytest_check_scores_the_pass_rate_and_quotes_the_failing_assertion():
@@ -296,7 +296,7 @@ def test_pytest_check_scores_the_pass_rate_and_quotes_the_failing_assertion():
 
     assert not report["passed"]
     assert report["score"] == 0.5
-    assert report["evidence"].startswith("1 failed, 1 passed")
+    assert report["evidence"].startswith("1 failed of 2 tests (1 failed, 1 passed")
     assert "tests/test_slug.py:4: in test_spaces_become_dashes" in report["evidence"]
     assert "E   AssertionError: assert 'a b' == 'a-b'" in report["evidence"]
 
@@ -310,7 +310,7 @@ def test_pytest_check_quotes_a_collection_error():
     assert "ImportError: cannot import name 'slugify' from 'slug'" in report["evidence"]
 
 
-def test_pytest_check_trusts_the_exit_code_when_a_project_ini_hides_the_summary():
+def test_pytest_check_ignores_a_project_ini_among_the_files():
     files = {
         "slug.py": SLUG_FIXED,
         "tests/test_slug.py": SLUG_TESTS,
@@ -323,7 +323,7 @@ def test_pytest_check_trusts_the_exit_code_when_a_project_ini_hides_the_summary(
         "kind": "pytest",
         "passed": True,
         "score": 1.0,
-        "evidence": "all tests passed",
+        "evidence": "2 of 2 tests passed",
     }
 
 

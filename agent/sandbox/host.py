@@ -384,9 +384,11 @@ class _Watch:
 
 
 def _rss(pid: int) -> int:
+    """Resident memory the process does not share (forked copies share most of theirs)."""
     try:
         with open(f"/proc/{pid}/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            fields = handle.read().split()
+        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
 

@@ -1,0 +1,250 @@
+"""The ``python`` and ``pytest`` check kinds: verdicts the artifact under check cannot forge.
+
+The artifact and its check run in two sandboxes linked by ``agent.sandbox.bridge``: the
+check's process imports the artifact's modules as proxies, so no artifact code ever runs
+where the verdict is made, and values cross as plain data. The verdict is a JSON report the
+check's process writes after every test ran, on a descriptor only it holds; the exit code
+and everything printed are ignored for the verdict. A pass needs that report, at least one
+test, every collected test passed, none skipped, xfailed or errored.
+
+Test files, check code and configuration are read by the host before anything runs and are
+never in the artifact's sandbox; pytest runs with its own configuration only (no ini files,
+no ``conftest.py`` above the tests, no plugin autoload). Files that would shadow the test
+framework, the standard library or Python's start-up (``conftest.py``, ``sitecustomize.py``,
+``pytest.py``, ``*.pth`` …) are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agent.sandbox import Job, SandboxResult, run_jobs, weaker_isolation_warning
+
+_PROGRAMS = Path(__file__).parent / "sandbox"
+_BRIDGE = "__deepreflect_bridge__.py"
+_RUNNER = "__deepreflect_runner__.py"
+_CODE = "__deepreflect_check_code__.py"
+_INI = "__deepreflect_pytest__.ini"
+_OWN = (_BRIDGE, _RUNNER, _CODE, _INI)
+_STARTUP_NAMES = {"conftest.py", "sitecustomize.py", "usercustomize.py", "__main__.py"}
+_CONFIG_NAMES = {"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", ".pytest.ini"}
+_FRAMEWORK = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "hypothesis"}
+# the failing assertion ("E   assert 'a b' == 'a-b'") and where it failed ("t.py:4: in test_a")
+_PYTEST_DETAIL = re.compile(r"^(E\s+\S|[^/\s]\S*\.py:\d+(: |$))")
+_PYTEST_SUMMARY = re.compile(r"^=*\s*(no tests ran|\d+ \w+.*) in [\d.]+s")
+
+Verdict = tuple[bool, float, str]
+"""(passed, score, evidence) of one code check."""
+
+
+def refused_paths(files: Mapping[str, str], trusted: Sequence[str] = ()) -> list[str]:
+    """Why each file (but the ``trusted`` test files) may not enter a sandbox, if it may not."""
+    problems = []
+    for path in sorted(files):
+        if path in trusted:
+            continue
+        name = posixpath.basename(path)
+        top = path.split("/", 1)[0].removesuffix(".py")
+        if name in _STARTUP_NAMES or name.endswith(".pth") or name in _OWN:
+            problems.append(f"{path} would change how Python or pytest starts")
+        elif path.endswith(".py") or "/" in path:
+            if top in _FRAMEWORK:
+                problems.append(f"{path} would shadow the test framework ({top})")
+            elif top in sys.stdlib_module_names:
+                problems.append(f"{path} would shadow the standard library module {top!r}")
+    return problems
+
+
+def python_check(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
+    """Run ``path``, then ``code`` in its namespace; pass when the check code finishes."""
+    if refused := refused_paths(files):
+        return False, 0.0, "refused: " + "; ".join(refused)
+    artifact_files, check_files = _split(files, trusted=())
+    check_files[_CODE] = code
+    check, artifact = _run(check_files, ["python", path, _CODE], artifact_files, path, timeout_s)
+    verdict = _report_of(check)
+    if verdict is None:
+        return False, 0.0, _unfinished(check, artifact, timeout_s)
+    if not verdict.get("ok"):
+        return False, 0.0, _describe_failure(verdict, path)
+    return True, 1.0, f"{path} ran and the check code passed"
+
+
+def pytest_check(files: Mapping[str, str], tests: Sequence[str], timeout_s: float) -> Verdict:
+    """Run the listed test files against the artifacts; pass when every test passed."""
+    missing = [t for t in tests if t not in files]
+    if missing:
+        return False, 0.0, "test file not in files: " + ", ".join(missing)
+    if refused := refused_paths(files, trusted=tests):
+        return False, 0.0, "refused: " + "; ".join(refused)
+    artifact_files, check_files = _split(files, trusted=tests)
+    check_files[_INI] = "[pytest]\n"
+    argv = ["pytest", _INI, *tests]
+    check, artifact = _run(check_files, argv, artifact_files, "-", timeout_s, max_output=20_000)
+    verdict = _report_of(check)
+    if verdict is None:
+        return False, 0.0, _unfinished(check, artifact, timeout_s)
+    return _judge_pytest(verdict, check.stdout)
+
+
+def _split(
+    files: Mapping[str, str], trusted: Sequence[str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Artifact files for the artifact's sandbox; tests and data (never code, never
+    configuration) for the check's."""
+    artifact = {p: c for p, c in files.items() if p not in trusted}
+    check = {p: files[p] for p in trusted}
+    for path, content in artifact.items():
+        name = posixpath.basename(path)
+        if not path.endswith(".py") and name not in _CONFIG_NAMES:
+            check.setdefault(path, content)
+    return artifact, check
+
+
+def _modules(files: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """Module names the artifact's files provide, and which of them are packages."""
+    modules: set[str] = set()
+    packages: set[str] = set()
+    for path in files:
+        if not path.endswith(".py"):
+            continue
+        parts = path[: -len(".py")].split("/")
+        if not all(part.isidentifier() for part in parts):
+            continue
+        for depth in range(1, len(parts)):
+            packages.add(".".join(parts[:depth]))
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            packages.add(".".join(parts))
+        if parts:
+            modules.add(".".join(parts))
+    return sorted(modules | packages), sorted(packages)
+
+
+def _run(
+    check_files: dict[str, str],
+    check_argv: list[str],
+    artifact_files: dict[str, str],
+    artifact: str,
+    timeout_s: float,
+    max_output: int = 8000,
+) -> tuple[SandboxResult, SandboxResult]:
+    programs = {
+        _BRIDGE: (_PROGRAMS / "bridge.py").read_text(encoding="utf-8"),
+        _RUNNER: (_PROGRAMS / "check_runner.py").read_text(encoding="utf-8"),
+    }
+    names, packages = _modules(artifact_files)
+    env = {
+        "DEEPREFLECT_ARTIFACT_MODULES": json.dumps(names),
+        "DEEPREFLECT_ARTIFACT_PACKAGES": json.dumps(packages),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    check_job = Job(
+        files={**check_files, **programs},
+        argv=[_RUNNER, *check_argv],
+        env=env,
+        max_output=max_output,
+        report=True,
+    )
+    artifact_job = Job(
+        files={**artifact_files, **programs}, argv=[_RUNNER, "serve", artifact], main=False
+    )
+    check, served = run_jobs([check_job, artifact_job], timeout_s=timeout_s, link=True)
+    return check, served
+
+
+def _report_of(result: SandboxResult) -> dict[str, Any] | None:
+    try:
+        verdict = json.loads(result.report) if result.report else None
+    except ValueError:
+        return None
+    return verdict if isinstance(verdict, dict) and verdict.get("finished") is True else None
+
+
+def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float) -> str:
+    """Why no verdict came: timeout, a limit, or a process that ended before the tests did."""
+    if check.killed_reason == "timeout":
+        text = f"timed out after {timeout_s:g} s; every process of the check was killed"
+    elif check.killed_reason == "cpu":
+        text = f"CPU time limit ({timeout_s:g} s + 1) exceeded; the check was killed"
+    elif check.killed_reason == "memory":
+        text = "the check's processes outgrew the memory limit and were killed"
+    elif check.killed_reason == "output":
+        text = "the code flooded its output and was killed"
+    else:
+        text = f"the process exited before the tests finished (code {check.returncode})"
+    tail = (check.stderr or artifact.stderr).strip().splitlines()[-3:]
+    return " | ".join([_with_warning(text), *tail])
+
+
+def _with_warning(text: str) -> str:
+    warning = weaker_isolation_warning()
+    return f"{text} ({warning})" if warning else text
+
+
+def _describe_failure(failure: dict[str, Any], path: str) -> str:
+    """``AssertionError at line 3: assert slugify('A B') == 'a-b'`` plus where it was raised."""
+    error = str(failure.get("type")) + (f": {failure['message']}" if failure.get("message") else "")
+    frames = failure.get("frames") or []
+    if failure.get("stage") == "artifact":
+        at = next((f for f in reversed(frames) if f[0] == "artifact"), None)
+        where = f" at line {at[1]}: {at[2]}" if at else ""
+        return f"running {path} raised {error}{where}"
+    in_check = next((f for f in reversed(frames) if f[0] == "check"), None)
+    text = f"{error} at line {in_check[1]}: {in_check[2]}" if in_check else error
+    if frames and frames[-1][0] == "artifact":
+        text += f" (raised in {path} line {frames[-1][1]}: {frames[-1][2]})"
+    return text
+
+
+def _judge_pytest(verdict: dict[str, Any], stdout: str) -> Verdict:
+    """Every collected test ran and passed; anything else fails, saying what happened."""
+    outcomes: dict[str, str] = verdict.get("outcomes") or {}
+    counts = Counter(outcomes.values())
+    collected = int(verdict.get("collected") or 0)
+    ran = counts["passed"] + counts["failed"] + counts["error"]
+    score = counts["passed"] / max(collected, ran, 1)
+    lines = stdout.splitlines()
+    details = [
+        ln.strip()
+        for ln in lines
+        if _PYTEST_DETAIL.match(ln) and not ln.startswith("__deepreflect")
+    ]
+    details = list(dict.fromkeys(details))[:8]
+    summary = next((ln.strip("= ") for ln in reversed(lines) if _PYTEST_SUMMARY.match(ln)), "")
+    problem = _pytest_problem(verdict, counts, collected, len(outcomes))
+    if problem is None:
+        return True, 1.0, f"{collected} of {collected} tests passed"
+    head = f"{problem} ({summary})" if summary else problem
+    return False, score if collected else 0.0, " | ".join([head, *details])
+
+
+def _pytest_problem(
+    verdict: dict[str, Any], counts: Counter[str], collected: int, reported: int
+) -> str | None:
+    if verdict.get("collect_errors"):
+        return "the tests could not be collected: " + ", ".join(verdict["collect_errors"][:3])
+    if collected == 0:
+        return "no tests were collected from the listed test files"
+    if reported != collected:
+        return f"only {reported} of {collected} collected tests reported a result"
+    bad = [f"{counts[k]} {word}" for k, word in _NOT_PASSED if counts[k]]
+    if bad:
+        return f"{', '.join(bad)} of {collected} tests"
+    return None
+
+
+_NOT_PASSED = (
+    ("failed", "failed"),
+    ("error", "errored"),
+    ("skipped", "were skipped at run time"),
+    ("xfailed", "xfailed"),
+    ("xpassed", "xpassed"),
+)

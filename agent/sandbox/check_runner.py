@@ -1,0 +1,203 @@
+"""The programs of a code check, one per sandbox: ``serve`` (the artifact's side) and
+``pytest`` / ``python`` (the check's side, which alone writes the verdict).
+
+The check's side writes its verdict as JSON to ``DEEPREFLECT_REPORT_FD``, a descriptor only
+it holds, after every test ran; the artifact's side has no way to reach it. Standard library
+(and pytest, for ``pytest``) only: this file is copied into both sandboxes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import traceback
+import types
+from typing import Any
+
+from __deepreflect_bridge__ import Bridge, connect  # type: ignore[import-not-found]
+
+# -- the artifact's side ---------------------------------------------------------------------
+
+
+def serve(artifact: str) -> None:
+    """Import modules and run the artifact on request, until the check hangs up."""
+
+    def run_artifact() -> dict[str, Any]:
+        stem = os.path.splitext(os.path.basename(artifact))[0]
+        module = types.ModuleType(stem if stem.isidentifier() else "artifact")
+        module.__file__ = os.path.abspath(artifact)
+        sys.modules[module.__name__] = module
+        with open(artifact, encoding="utf-8") as handle:
+            exec(compile(handle.read(), module.__file__, "exec"), module.__dict__)
+        return {k: v for k, v in module.__dict__.items() if not k.startswith("__")}
+
+    Bridge(
+        connect(), roots={"import": importlib.import_module, "run": run_artifact}
+    ).serve_forever()
+
+
+# -- the check's side ------------------------------------------------------------------------
+
+
+class _RemoteModule(types.ModuleType):
+    """An artifact module seen from the check: attribute reads go to the artifact's process."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        remote = self.__dict__["_deepreflect_remote"]
+        return getattr(remote, name)
+
+
+class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of the artifact's modules become proxies; everything else imports as usual."""
+
+    def __init__(self, bridge: Bridge, names: set[str], packages: set[str]) -> None:
+        self.bridge, self.names, self.packages = bridge, names, packages
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.names:
+            return None
+        is_package = fullname in self.packages
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=is_package)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = _RemoteModule(spec.name)
+        module.__dict__["_deepreflect_remote"] = self.bridge.request("root", "import", spec.name)
+        if spec.name in self.packages:
+            module.__path__ = []
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+_RUNNER_PID = os.getpid()
+
+
+def _report(verdict: dict[str, Any]) -> None:
+    if os.getpid() != _RUNNER_PID:
+        os._exit(1)  # a process the check code forked: only the runner itself reports
+    with os.fdopen(int(os.environ["DEEPREFLECT_REPORT_FD"]), "w", encoding="utf-8") as out:
+        json.dump({**verdict, "finished": True}, out)
+
+
+def _bridge_with_modules() -> Bridge:
+    bridge = Bridge(connect())
+    names = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
+    packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
+    sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
+    return bridge
+
+
+def check_python(artifact: str, code_file: str) -> None:
+    """Run the artifact (in its own process), then the check code against its namespace."""
+    bridge = _bridge_with_modules()
+    stage = "artifact"
+    try:
+        namespace: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
+        namespace.update(bridge.request("root", "run"))
+        stage = "check"
+        with open(code_file, encoding="utf-8") as handle:
+            source = handle.read()
+        exec(compile(source, os.path.basename(code_file), "exec"), namespace)
+    except BaseException as exc:
+        _report({"ok": False, "stage": stage, **_failure(exc, os.path.basename(code_file))})
+        return
+    _report({"ok": True})
+
+
+def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    check_frames = [
+        ["check", f.lineno, (f.line or "").strip()]
+        for f in traceback.extract_tb(exc.__traceback__)
+        if os.path.basename(f.filename) == code_name
+    ]
+    if isinstance(exc, SyntaxError) and os.path.basename(exc.filename or "") == code_name:
+        check_frames.append(["check", exc.lineno, (exc.text or "").strip()])
+    remote = [["artifact", f[1], f[2]] for f in getattr(exc, "deepreflect_frames", [])]
+    return {
+        "type": type(exc).__name__,
+        "message": str(message)[:300],
+        "frames": (check_frames + remote)[-6:],
+    }
+
+
+class _Verdict:
+    """A pytest plugin recording every test's outcome, phase by phase."""
+
+    def __init__(self) -> None:
+        self.collected = 0
+        self.collect_errors: list[str] = []
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.collect_errors.append(str(report.nodeid or "collection"))
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        self.collected = len(items)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        current = self.outcomes.get(report.nodeid, "passed")
+        if hasattr(report, "wasxfail"):
+            outcome = "xpassed" if report.passed else "xfailed"
+        elif report.failed:
+            outcome = "failed" if report.when == "call" else "error"
+        elif report.skipped:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        if current == "passed" or report.when == "call":
+            self.outcomes[report.nodeid] = outcome if current == "passed" else current
+
+
+def check_pytest(ini: str, tests: list[str]) -> None:
+    """Run the listed test files with our configuration only; report each test's outcome."""
+    import pytest
+
+    _bridge_with_modules()
+    verdict = _Verdict()
+    args = [
+        "-c",
+        ini,
+        "--rootdir=.",
+        "--confcutdir=.",
+        "-q",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
+    ]
+    status = pytest.main([*args, *tests], plugins=[verdict])
+    _report(
+        {
+            "collected": verdict.collected,
+            "collect_errors": verdict.collect_errors,
+            "outcomes": verdict.outcomes,
+            "exitstatus": int(status),
+        }
+    )
+
+
+def main(argv: list[str]) -> None:
+    role, rest = argv[0], argv[1:]
+    if role == "serve":
+        serve(rest[0])
+    elif role == "python":
+        check_python(rest[0], rest[1])
+    elif role == "pytest":
+        check_pytest(rest[0], rest[1:])
+    else:
+        raise SystemExit(f"unknown role {role!r}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no atexit handler or lingering thread may speak after the verdict
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
