@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextvars
 import json
 import re
-import sqlite3
-import time
+import stat
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,9 +19,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import jsonschema
 import jsonschema.exceptions
+import regex
 
 from agent.code_checks import pytest_check, python_check
 from agent.errors import ErrorClass, classify
+from agent.sandbox import Job, run_jobs
 
 if TYPE_CHECKING:
     from agent.critic import ChatModelLike
@@ -41,6 +42,7 @@ EVIDENCE_CHARS = 600
 DEFAULT_TIMEOUT_S = 10.0
 MAX_TIMEOUT_S = 120.0
 SQL_TIME_LIMIT_S = 2.0
+REGEX_TIME_LIMIT_S = 1.0
 SQL_MAX_ROWS = 10_000
 
 
@@ -299,9 +301,16 @@ def _check_contains(spec: dict[str, Any], files: Mapping[str, str], path: str) -
 
 
 def _check_regex(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    # A pathological pattern can backtrack for long; Python's re cannot be interrupted.
+    # A pathological pattern can backtrack for ever and Python's re cannot be interrupted;
+    # the regex package (same syntax) can: a time-out fails the check instead of the host.
     content = files[path]
-    match = re.search(spec["pattern"], content, re.MULTILINE)
+    try:
+        match = regex.search(spec["pattern"], content, regex.MULTILINE, timeout=REGEX_TIME_LIMIT_S)
+    except TimeoutError:
+        evidence = (
+            f"pattern {spec['pattern']!r} took longer than {REGEX_TIME_LIMIT_S:g} s on {path}"
+        )
+        return _report("regex", False, 0.0, evidence)
     if match is None:
         return _report("regex", False, 0.0, f"pattern {spec['pattern']!r} not found in {path}")
     line = content.count("\n", 0, match.start()) + 1
@@ -344,24 +353,6 @@ def _check_pytest(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
 
 # -- sql ------------------------------------------------------------------------------------
 
-_ALLOWED_SQL = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
-# WITH RECURSIVE only reads; the time bound stops a runaway recursion.
-_ALLOWED_SQL.add(sqlite3.SQLITE_RECURSIVE)
-_SQL_ACTIONS = {
-    getattr(sqlite3, f"SQLITE_{name}"): name
-    for name in (
-        "INSERT UPDATE DELETE ATTACH DETACH PRAGMA TRANSACTION SAVEPOINT ALTER_TABLE REINDEX "
-        "ANALYZE CREATE_INDEX CREATE_TABLE CREATE_TEMP_INDEX CREATE_TEMP_TABLE "
-        "CREATE_TEMP_TRIGGER CREATE_TEMP_VIEW CREATE_TRIGGER CREATE_VIEW CREATE_VTABLE "
-        "DROP_INDEX DROP_TABLE DROP_TEMP_INDEX DROP_TEMP_TABLE DROP_TEMP_TRIGGER "
-        "DROP_TEMP_VIEW DROP_TRIGGER DROP_VIEW DROP_VTABLE"
-    ).split()
-}
-
-
-class _Refused(Exception):
-    """A statement the read-only authorizer denied."""
-
 
 def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
     query = files[path].strip()
@@ -370,18 +361,25 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
         return _report("sql", False, 0.0, f"{path} holds no query")
     if not db.is_file():
         return _report("sql", False, 0.0, f"database {spec['db']} not found")
-    try:
-        rows = _read_only_query(db, query)
-        reference = _read_only_query(db, spec["reference"]) if spec.get("reference") else None
-    except _Refused as exc:
-        return _report("sql", False, 0.0, f"refused: {exc}")
-    except (sqlite3.Error, ValueError) as exc:
-        return _report("sql", False, 0.0, f"query failed: {type(exc).__name__}: {exc}")
+    if problem := _unreadable_by_others(db):
+        return _report("sql", False, 0.0, problem)
+    queries = [query] + ([spec["reference"]] if spec.get("reference") else [])
+    outcomes = _run_queries(db, queries)
+    if isinstance(outcomes, str):
+        return _report("sql", False, 0.0, outcomes)
+    for outcome in outcomes:
+        if "refused" in outcome:
+            return _report("sql", False, 0.0, f"refused: {outcome['refused']}")
+        if "error" in outcome:
+            return _report("sql", False, 0.0, f"query failed: {outcome['error']}")
+    rows = [_row(r) for r in outcomes[0]["rows"]]
     expected = spec.get("expect_rows")
     if expected is not None and len(rows) != expected:
         return _report("sql", False, 0.0, f"got {len(rows)} rows; expected {expected}")
-    if reference is not None:
-        ordered = _has_top_level_order_by(query)
+    if len(outcomes) == 2:
+        reference = [_row(r) for r in outcomes[1]["rows"]]
+        # the reference says whether order matters, never the query under check
+        ordered = _has_top_level_order_by(spec["reference"])
         difference = _first_difference(rows, reference, ordered=ordered)
         if difference:
             return _report("sql", False, 0.0, difference)
@@ -390,40 +388,46 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
     return _report("sql", True, 1.0, f"query returned {len(rows)} rows")
 
 
-def _read_only_query(db: Path, query: str) -> list[tuple[Any, ...]]:
-    """Run one statement read-only, bounded in time and rows; writes, ATTACH and PRAGMA
-    are refused before anything executes."""
-    denied: list[str] = []
+def _unreadable_by_others(db: Path) -> str | None:
+    """The check reads as an unprivileged user: a database the host alone may read is not
+    the check's to read, whatever the plan says (a 0600 file, a 0700 folder)."""
+    full = db.resolve()
+    if not full.stat().st_mode & stat.S_IROTH:
+        return f"database {db} is not readable by other users (the check reads as one)"
+    for folder in full.parents:
+        if not folder.stat().st_mode & stat.S_IXOTH:
+            return f"database {db} is in {folder}, which other users cannot enter"
+    return None
 
-    def authorize(action: int, arg1: Any, arg2: Any, _db: Any, _source: Any) -> int:
-        if action in _ALLOWED_SQL:
-            return sqlite3.SQLITE_OK
-        name = _SQL_ACTIONS.get(action, f"action {action}")
-        target = " ".join(str(a) for a in (arg1, arg2) if a)
-        denied.append(f"{name} {target}".strip())
-        return sqlite3.SQLITE_DENY
 
-    deadline = time.monotonic() + SQL_TIME_LIMIT_S
-    connection = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+def _run_queries(db: Path, queries: list[str]) -> list[dict[str, Any]] | str:
+    """Run the queries in the sandbox, bounded in time, memory and rows (evidence on failure)."""
+    program = (Path(__file__).parent / "sandbox" / "sql_runner.py").read_text(encoding="utf-8")
+    config = {
+        "db": str(db.resolve()),
+        "queries": "queries.json",
+        "time_limit_s": SQL_TIME_LIMIT_S,
+        "max_rows": SQL_MAX_ROWS,
+    }
+    job = Job(
+        files={"sql_runner.py": program, "queries.json": json.dumps(queries)},
+        argv=["sql_runner.py", json.dumps(config)],
+        readable=[str(db.resolve())],
+        report=True,
+    )
+    timeout = SQL_TIME_LIMIT_S + 5.0  # interpreter start-up; the query itself is interrupted
+    result = run_jobs([job], timeout_s=timeout, memory_mb=256, isolation="process")[0]
     try:
-        connection.set_authorizer(authorize)
-        connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        try:
-            cursor = connection.execute(query)
-            rows = cursor.fetchmany(SQL_MAX_ROWS + 1)
-        except sqlite3.DatabaseError as exc:
-            if denied:
-                raise _Refused(f"{denied[0]} ({exc})") from exc
-            if time.monotonic() > deadline:
-                msg = f"the query ran longer than {SQL_TIME_LIMIT_S:g} s and was interrupted"
-                raise ValueError(msg) from exc
-            raise
-    finally:
-        connection.close()
-    if len(rows) > SQL_MAX_ROWS:
-        msg = f"the query returned more than {SQL_MAX_ROWS} rows"
-        raise ValueError(msg)
-    return [tuple(row) for row in rows]
+        outcomes = json.loads(result.report)["results"]
+    except (ValueError, KeyError, TypeError):
+        reason = result.killed_reason or f"exit code {result.returncode}"
+        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
+        return f"query failed: the query was stopped ({reason}) {tail}".strip()
+    return outcomes
+
+
+def _row(cells: list[Any]) -> tuple[Any, ...]:
+    return tuple(bytes.fromhex(c["b"]) if isinstance(c, dict) else c for c in cells)
 
 
 def _has_top_level_order_by(query: str) -> bool:
@@ -462,13 +466,13 @@ def _first_difference(
 
 
 def _row_key(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
-    """A sortable, hashable key: SQLite mixes types in a column; floats compare rounded."""
+    """A sortable, hashable key: SQLite mixes types in a column; numbers compare exactly."""
 
     def cell(value: Any) -> tuple[int, Any]:
         if value is None:
             return (0, 0)
         if isinstance(value, int | float):
-            return (1, round(float(value), 9))
+            return (1, value)
         if isinstance(value, str):
             return (2, value)
         return (3, bytes(value))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 import types
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -116,6 +119,15 @@ def test_regex_check_matches_across_lines():
 
     assert report["passed"]
     assert "line 3" in report["evidence"]
+
+
+def test_regex_check_with_catastrophic_backtracking_fails_within_its_bound():
+    started = time.monotonic()
+
+    report = run_check({"kind": "regex", "pattern": r"^(\w+\s?)*$"}, {"a": "a" * 40 + "!"}, "a")
+
+    assert not report["passed"]  # no match, or "took longer than": never a hung host
+    assert time.monotonic() - started < 10
 
 
 def test_regex_check_fails_when_the_pattern_is_absent():
@@ -338,8 +350,17 @@ def test_pytest_check_fails_naming_a_missing_test_file():
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "shop.sqlite"
+def shared_dir() -> Iterator[Path]:
+    """A folder any user may enter: the check reads databases as an unprivileged user."""
+    folder = Path(tempfile.mkdtemp(prefix="deepreflect-sql-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.fixture
+def db(shared_dir: Path) -> Path:
+    path = shared_dir / "shop.sqlite"
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE t (id INTEGER, name TEXT, price REAL)")
         connection.executemany(
@@ -347,7 +368,44 @@ def db(tmp_path: Path) -> Path:
             [(1, "apple", 0.5), (2, "bread", 2.0), (3, "cheese", 7.25)],
         )
     connection.close()
+    path.chmod(0o644)
     return path
+
+
+def test_sql_check_never_reads_a_database_other_users_may_not(db):
+    db.chmod(0o600)
+
+    report = sql_check(db, "SELECT * FROM t")
+
+    assert not report["passed"] and "not readable by other users" in report["evidence"]
+    assert "cheese" not in report["evidence"]
+
+
+def test_sql_check_judges_order_from_the_reference_not_the_query(db):
+    report = sql_check(db, "SELECT name FROM t", reference="SELECT name FROM t ORDER BY price DESC")
+
+    assert not report["passed"] and "row 1 differs" in report["evidence"]
+
+
+def test_sql_check_compares_numbers_exactly(db):
+    report = sql_check(db, "SELECT price + 1e-12 FROM t", reference="SELECT price FROM t")
+
+    assert not report["passed"]
+
+
+def test_sql_check_with_a_reference_does_not_accept_any_rows_of_the_right_count(db):
+    report = sql_check(db, "SELECT 1, 2, 3", expect_rows=1, reference="SELECT id FROM t LIMIT 1")
+
+    assert not report["passed"]
+
+
+def test_sql_check_bounds_a_query_that_builds_huge_values(db):
+    started = time.monotonic()
+
+    report = sql_check(db, "SELECT length(randomblob(2000000000))")
+
+    assert not report["passed"] and "query failed" in report["evidence"]
+    assert time.monotonic() - started < 30
 
 
 def sql_check(db: Path, query: str, **spec):
@@ -375,11 +433,11 @@ def test_sql_check_fails_quoting_both_row_counts(db):
     assert report["evidence"] == "got 3 rows; expected 2"
 
 
-def test_sql_check_compares_with_the_reference_ignoring_order_without_order_by(db):
+def test_sql_check_ignores_order_when_the_reference_has_no_order_by(db):
     report = sql_check(
         db,
-        "SELECT name FROM t WHERE id IN (3, 1)",
-        reference="SELECT name FROM t WHERE name IN ('cheese', 'apple') ORDER BY name DESC",
+        "SELECT name FROM t WHERE id IN (3, 1) ORDER BY name DESC",
+        reference="SELECT name FROM t WHERE name IN ('cheese', 'apple')",
     )
 
     assert report["passed"]
@@ -395,7 +453,7 @@ def test_sql_check_names_the_first_differing_row_from_the_reference(db):
     )
 
 
-def test_sql_check_compares_in_order_when_the_query_has_a_top_level_order_by(db):
+def test_sql_check_compares_in_order_when_the_reference_has_a_top_level_order_by(db):
     report = sql_check(
         db,
         "SELECT name FROM (SELECT name FROM t ORDER BY id) ORDER BY name DESC",
@@ -457,7 +515,7 @@ def test_sql_check_bounds_the_rows_it_fetches(db, monkeypatch):
 
     report = sql_check(db, "SELECT * FROM t")
 
-    assert report["evidence"] == "query failed: ValueError: the query returned more than 2 rows"
+    assert report["evidence"] == "query failed: the query returned more than 2 rows"
 
 
 def test_sql_check_fails_for_a_missing_database(tmp_path):

@@ -123,7 +123,13 @@ def on_sqlite(args: tuple[Any, ...]) -> None:
     database = args[0]
     text = os.fsdecode(database) if isinstance(database, str | bytes) else ""
     if text.startswith("file:"):
-        deny("opening SQLite URI filenames")  # mode=rwc, absolute paths, shared caches
+        from urllib.parse import unquote, urlsplit
+
+        parts = urlsplit(text)
+        read_only = parts.query == "mode=ro" and not parts.netloc
+        if not (read_only and may_read(resolve(unquote(parts.path)))):
+            deny("opening SQLite URI filenames")  # mode=rwc, absolute paths, shared caches
+        return
     if text not in ("", ":memory:") and not may_write(resolve(text)):
         deny(f"SQLite database {text!r} outside the sandbox folder")
 
@@ -145,8 +151,12 @@ def hook(event: str, args: tuple[Any, ...]) -> None:
     elif event == "sqlite3.connect/handle":
         import sqlite3
 
-        # ATTACH and VACUUM INTO would open files the connect check never saw
-        args[0].setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        # ATTACH and VACUUM INTO would open files the connect check never saw; the handle
+        # may not be usable yet here (3.11), then the throw-away uid is the barrier
+        try:
+            args[0].setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        except sqlite3.Error:
+            pass
     elif event == "socket.__new__":
         import socket
 

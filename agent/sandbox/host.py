@@ -78,6 +78,9 @@ class Job:
     """Characters kept of each stream (head and tail)."""
     main: bool = True
     """The run ends when every main job has exited; the others are then killed."""
+    readable: Sequence[str] = ()
+    """Host files the job may read besides its own (process mode only, and only as far as
+    the throw-away user's permissions reach)."""
     report: bool = False
     """Give the job a descriptor (``DEEPREFLECT_REPORT_FD``) whose text comes back as
     ``SandboxResult.report``: a channel no other job of the run can write to."""
@@ -89,9 +92,11 @@ def run_jobs(
     timeout_s: float = 10.0,
     memory_mb: int = 512,
     link: bool = False,
+    isolation: IsolationLevel | None = None,
 ) -> list[SandboxResult]:
     """Run ``jobs`` together in the sandbox; ``link`` connects the first two by a socket pair
     (``DEEPREFLECT_LINK_FD``). ``memory_mb`` bounds the whole run, every process summed.
+    ``isolation`` overrides :func:`isolation_level` (the SQL check reads a host file).
 
     Raises:
         ValueError: a file path would land outside its folder, or a bad timeout.
@@ -100,7 +105,7 @@ def run_jobs(
     if not 0 < timeout_s < math.inf:
         msg = f"timeout_s must be a positive number of seconds, not {timeout_s!r}"
         raise ValueError(msg)
-    level = isolation_level()
+    level = isolation or isolation_level()
     base = Path(tempfile.mkdtemp(prefix="deepreflect-sandbox-")).resolve()
     os.chmod(base, 0o711)  # jobs reach their own folder, never list or enter another's
     started: list[_Started] = []
@@ -242,7 +247,7 @@ def _start(
         kwargs: dict[str, Any] = {}
     else:
         interpreter, interpreter_env, opened = _interpreter(spec.uid)
-        config["readable"] = _readable_roots()
+        config["readable"] = _readable_roots() + [os.path.realpath(p) for p in job.readable]
         args = [interpreter, "-B", "-c", _BOOTSTRAP, json.dumps(config), *job.argv]
         pass_fds += opened
         kwargs = {}
