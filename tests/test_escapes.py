@@ -64,7 +64,8 @@ def survivors(token: str) -> list[int]:
 @pytest.mark.parametrize(
     "code",
     [
-        "import sqlite3; sqlite3.connect('file:{t}?mode=rwc', uri=True).execute('create table a(b)')",
+        "import sqlite3; sqlite3.connect('file:{t}?mode=rwc', uri=True)"
+        ".execute('create table a(b)')",
         "import sqlite3; c = sqlite3.connect(':memory:'); c.execute(\"ATTACH '{t}' AS x\"); "
         "c.execute('create table x.a(b)')",
         "import sqlite3; c = sqlite3.connect(':memory:'); c.execute('create table a(b)'); "
