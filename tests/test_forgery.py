@@ -11,8 +11,9 @@ import textwrap
 
 import pytest
 
-from agent import sandbox
+from agent import run, sandbox
 from agent.checks import run_check
+from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 
 TESTS = textwrap.dedent(
     """
@@ -211,3 +212,31 @@ def test_callbacks_and_objects_cross_the_boundary():
     report = run_check({"kind": "python", "code": code}, {"m.py": artifact}, "m.py")
 
     assert report["passed"], report
+
+
+def _slugify_run(tmp_path, artifact: str):
+    plan = [
+        step("T", "test_slugify.py", action="coder"),
+        step(
+            "S1",
+            "slugify.py",
+            action="coder",
+            deps=("T",),
+            check={"kind": "pytest", "tests": ["test_slugify.py"]},
+        ),
+    ]
+    roles = models(plan, [END] * 6, writer({"T": TESTS, "S1": artifact}))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    return run(graph, "build slugify", context=ctx(max_revisions=1), thread_id="t")
+
+
+def test_a_graph_run_with_the_right_artifact_ends_success(tmp_path):
+    assert _slugify_run(tmp_path, RIGHT)["status"] == "success"
+
+
+@pytest.mark.parametrize("trick", ["exit 0 at import", "patch the test runner", "fake passed line"])
+def test_a_graph_run_with_a_forging_artifact_never_ends_success(tmp_path, trick):
+    result = _slugify_run(tmp_path, forged(trick))
+
+    assert result["status"] != "success"
+    assert result["artifacts"]["slugify.py"]["status"] == "failed"
