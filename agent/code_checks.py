@@ -40,6 +40,7 @@ _FRAMEWORK = {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "hy
 _PYTEST_DETAIL = re.compile(r"^(E\s+\S|[^/\s]\S*\.py:\d+(: |$))")
 _PYTEST_SUMMARY = re.compile(r"^=*\s*(no tests ran|\d+ \w+.*) in [\d.]+s")
 
+_WEAKER = "weaker isolation: process sandbox; install bubblewrap for kernel isolation"
 Verdict = tuple[bool, float, str]
 """(passed, score, evidence) of one code check."""
 
@@ -64,6 +65,21 @@ def refused_paths(files: Mapping[str, str], trusted: Sequence[str] = ()) -> list
 
 def python_check(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
     """Run ``path``, then ``code`` in its namespace; pass when the check code finishes."""
+    return _warned(_python_verdict(files, path, code, timeout_s))
+
+
+def pytest_check(files: Mapping[str, str], tests: Sequence[str], timeout_s: float) -> Verdict:
+    """Run the listed test files against the artifacts; pass when every test passed."""
+    return _warned(_pytest_verdict(files, tests, timeout_s))
+
+
+def _warned(verdict: Verdict) -> Verdict:
+    """Evidence says so when the code ran under the weaker process isolation."""
+    passed, score, evidence = verdict
+    return passed, score, f"{evidence} [{_WEAKER}]" if weaker_isolation_warning() else evidence
+
+
+def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
     if refused := refused_paths(files):
         return False, 0.0, "refused: " + "; ".join(refused)
     artifact_files, check_files = _split(files, trusted=())
@@ -77,8 +93,7 @@ def python_check(files: Mapping[str, str], path: str, code: str, timeout_s: floa
     return True, 1.0, f"{path} ran and the check code passed"
 
 
-def pytest_check(files: Mapping[str, str], tests: Sequence[str], timeout_s: float) -> Verdict:
-    """Run the listed test files against the artifacts; pass when every test passed."""
+def _pytest_verdict(files: Mapping[str, str], tests: Sequence[str], timeout_s: float) -> Verdict:
     missing = [t for t in tests if t not in files]
     if missing:
         return False, 0.0, "test file not in files: " + ", ".join(missing)
@@ -181,12 +196,7 @@ def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float)
     else:
         text = f"the process exited before the tests finished (code {check.returncode})"
     tail = (check.stderr or artifact.stderr).strip().splitlines()[-3:]
-    return " | ".join([_with_warning(text), *tail])
-
-
-def _with_warning(text: str) -> str:
-    warning = weaker_isolation_warning()
-    return f"{text} ({warning})" if warning else text
+    return " | ".join([text, *tail])
 
 
 def _describe_failure(failure: dict[str, Any], path: str) -> str:
