@@ -254,7 +254,7 @@ def _pytest_problem(
 _NOT_PASSED = (
     ("failed", "failed"),
     ("error", "errored"),
-    ("skipped", "were skipped at run time"),
+    ("skipped", "skipped at run time"),
     ("xfailed", "xfailed"),
     ("xpassed", "xpassed"),
 )
