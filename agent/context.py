@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import types
 from dataclasses import dataclass, field, fields
+from functools import cache
+from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 from agent.plan import MAX_PLAN_STEPS
 
@@ -101,30 +105,91 @@ class Context:
     )
 
     def depth_cap(self) -> int:
-        """The reflection depth cap in force: explicit, else by workload, never above 10."""
+        """The reflection depth cap in force: explicit, else by workload, never above 10.
+
+        Never raises: a value of the wrong type (which ``validate`` reports) falls back to
+        the workload's cap, and an unknown workload to ``report``'s.
+        """
         cap = self.max_reflection_depth
-        if cap is None:
-            cap = DEPTH_CAP_BY_WORKLOAD.get(self.workload, DEPTH_CAP_BY_WORKLOAD["report"])
-        return max(1, min(int(cap), MAX_DEPTH_CAP))
+        if not _is_int(cap):
+            workload = self.workload if isinstance(self.workload, str) else "report"
+            cap = DEPTH_CAP_BY_WORKLOAD.get(workload, DEPTH_CAP_BY_WORKLOAD["report"])
+        return max(1, min(cap, MAX_DEPTH_CAP))
 
     def validate(self) -> list[str]:
-        """Configuration errors a caller should see before any model is called."""
+        """Configuration errors a caller should see before any model is called, each naming
+        its field. Types first (Studio, the SDK and ``Context(**dict)`` pass values through
+        unchecked), then ranges, only for the fields whose type is right."""
+        errors: list[str] = []
+        typed: set[str] = set()
+        for name, hint in _field_types().items():
+            problem = _type_problem(getattr(self, name), hint)
+            if problem is None:
+                typed.add(name)
+            else:
+                errors.append(f"{name} must be {problem}")
+        errors += self._range_errors(typed)
+        return errors
+
+    def _range_errors(self, typed: set[str]) -> list[str]:
+        """Values of the right type that are still impossible."""
         errors = []
-        if self.workload not in DEPTH_CAP_BY_WORKLOAD:
+        if "workload" in typed and self.workload not in DEPTH_CAP_BY_WORKLOAD:
             known = ", ".join(DEPTH_CAP_BY_WORKLOAD)
             errors.append(f"unknown workload {self.workload!r}; expected one of {known}")
         for name in ("max_revisions", "max_steps", "max_parallel", "max_plan_steps"):
-            if getattr(self, name) < (0 if name == "max_revisions" else 1):
+            if name in typed and getattr(self, name) < (0 if name == "max_revisions" else 1):
                 errors.append(f"{name} must be positive, got {getattr(self, name)}")
-        if self.max_plan_steps > MAX_PLAN_STEPS:
+        if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             errors.append(
                 f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             )
-        if self.token_budget <= 0 or self.time_budget_s <= 0:
-            errors.append("token_budget and time_budget_s must be positive")
-        if self.structured_output not in ("function_calling", "json_schema", "json_mode"):
+        for name in ("token_budget", "time_budget_s"):
+            if name in typed and getattr(self, name) <= 0:
+                errors.append(f"{name} must be positive, got {getattr(self, name)}")
+        if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:
             errors.append(f"unknown structured_output {self.structured_output!r}")
         return errors
+
+
+_STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
+_KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
+
+
+@cache
+def _field_types() -> dict[str, Any]:
+    """Each field's declared type, resolved from the annotations (``str | None``, ...)."""
+    hints = get_type_hints(Context)
+    return {f.name: hints[f.name] for f in fields(Context)}
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (``True`` is an int to Python, not a count to us)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _matches(value: object, kind: type) -> bool:
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return _is_int(value)
+    if kind is float:  # an int is a fine number of seconds; nan and inf are not
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    return isinstance(value, kind)
+
+
+def _type_problem(value: object, hint: Any) -> str | None:
+    """What ``value`` should have been for a field declared ``hint``, or None if it fits."""
+    optional = get_origin(hint) in (Union, types.UnionType)
+    kinds = [k for k in get_args(hint) if k is not type(None)] if optional else [hint]
+    if (optional and value is None) or any(_matches(value, kind) for kind in kinds):
+        return None
+    expected = " or ".join(_KIND.get(kind, kind.__name__) for kind in kinds)
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"
+    return f"{expected}{' or None' if optional else ''}, got {shown} ({type(value).__name__})"
 
 
 def context_fields() -> list[str]:

@@ -1,7 +1,9 @@
 """The revise loop inside a subagent: ordinary code, not the model, decides when to stop.
 
 Draft, gather evidence, critique, then stop or revise (seeds 002 and 003, as settled in
-design.md). The loop keeps the best draft seen and decides only from the critique.
+design.md). The loop keeps the best draft seen and decides only from the critique, and a
+failing callable does not lose the drafts already made (seed 002, section 8: the "crashing"
+critic).
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal, TypedDict
 
-from agent.critic import Critique, Issue, blocking, feedback, ground, parse_critique
+from langgraph.errors import GraphBubbleUp
 
-StopReason = Literal["pass", "stalled", "oscillating", "budget", "timeout", "critic_error"]
+from agent.critic import Critique, Issue, blocking, feedback, ground, parse_critique
+from agent.errors import describe, is_transient
+
+StopReason = Literal[
+    "pass", "stalled", "oscillating", "budget", "timeout", "critic_error", "generator_error"
+]
 CheckReport = dict[str, Any]
 
 
@@ -90,7 +97,11 @@ class LoopResult:
     evidence: CheckReport | None = None
     """The CheckReport of `best`, so the caller need not run its check again."""
     history: list[dict[str, Any]] = field(default_factory=list)
-    """Per critique: round, score, blocking (issue ids), draft_hash, evidence_passed, malformed."""
+    """Per critique: round, score, blocking (issue ids), draft_hash, evidence_passed, malformed
+    (and `error` for the round whose evidence or critique raised)."""
+    error: Exception | None = None
+    """The exception that stopped the loop (`critic_error` from a raising critic or
+    evidence, `generator_error`), so the caller can classify and record it; else None."""
 
     def __post_init__(self) -> None:
         self.converged = self.stop_reason == "pass"
@@ -102,7 +113,8 @@ class _Round:
 
     draft: str
     evidence: CheckReport
-    critique: Critique | None  # grounded; None when malformed
+    critique: Critique | None  # grounded; None when malformed or when the critic raised
+    error: Exception | None = None  # what gather_evidence or critique raised, if anything
 
     @property
     def score(self) -> float:
@@ -132,29 +144,71 @@ def revise_loop(
 ) -> LoopResult:
     """Draft, check, critique and revise until a stop rule fires; return the best draft seen.
 
-    The latest draft, not the best, is the one revised. Exceptions from the three callables
-    propagate. Budget and time are checked before each revision, so a revision already begun
-    is still critiqued and may overshoot `token_budget` by one generate and one critique.
+    The latest draft, not the best, is the one revised. Budget and time are checked before
+    each revision, so a revision already begun is still critiqued and may overshoot
+    `token_budget` by one generate and one critique.
+
+    When a callable raises:
+    - a transient error (`agent.errors.is_transient`: timeouts, 429, 5xx, connection errors)
+      and LangGraph's control flow (`GraphBubbleUp`, e.g. an `interrupt()`) propagate, from
+      any callable in any round, so the graph's `RetryPolicy` retries the whole step;
+    - anything raised by the first `generate` propagates: there is no draft to return;
+    - anything else raised by `gather_evidence` or `critique` stops the loop with
+      `critic_error`: the draft being critiqued counts as a malformed critique (score 0,
+      never approval) and the best draft seen is returned, with the exception in `error`;
+    - anything else raised by a revision's `generate` stops the loop with `generator_error`
+      and returns the best draft seen, with the exception in `error`.
     """
     started = clock()
     draft, tokens = generate(task, None)
     rounds: list[_Round] = []
 
     while True:
-        evidence = gather_evidence(draft)
-        raw, cost = critique(task, draft, evidence)
+        current, cost = _evaluate(task, draft, gather_evidence, critique)
         tokens += cost
-        parsed = parse_critique(raw)
-        current = _Round(draft, evidence, ground(parsed) if parsed else None)
         rounds.append(current)
+        if current.error is not None:
+            revisions = len(rounds) - 1
+            return _result(
+                rounds, "critic_error", revisions=revisions, tokens=tokens, error=current.error
+            )
 
         reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
         if reason is not None:
             return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
-        draft, cost = generate(task, _feedback(current, config.feedback_cap))
+        try:
+            draft, cost = generate(task, _feedback(current, config.feedback_cap))
+        except Exception as exc:
+            _propagate_if_retryable(exc)
+            revisions = len(rounds) - 1
+            return _result(rounds, "generator_error", revisions=revisions, tokens=tokens, error=exc)
         tokens += cost
         if any(_sha(draft) == seen.draft_hash for seen in rounds):
             return _result(rounds, "oscillating", revisions=len(rounds), tokens=tokens)
+
+
+def _propagate_if_retryable(exc: Exception) -> None:
+    """Re-raise what the graph, not the loop, must handle: transient errors are retried by
+    the node's RetryPolicy, and LangGraph's control flow (interrupts) must reach LangGraph."""
+    if isinstance(exc, GraphBubbleUp) or is_transient(exc):
+        raise exc
+
+
+def _evaluate(
+    task: str, draft: str, gather_evidence: GatherEvidence, critique: CritiqueFn
+) -> tuple[_Round, int]:
+    """Check and critique one draft; a non-transient exception becomes a round that scores 0
+    and records the error, so the drafts made so far are not lost with it."""
+    evidence: CheckReport | None = None
+    try:
+        evidence = gather_evidence(draft)
+        raw, cost = critique(task, draft, evidence)
+    except Exception as exc:
+        _propagate_if_retryable(exc)
+        failed = {"kind": "error", "passed": False, "score": 0.0, "evidence": describe(exc)}
+        return _Round(draft, evidence if evidence is not None else failed, None, exc), 0
+    parsed = parse_critique(raw)
+    return _Round(draft, evidence, ground(parsed) if parsed else None), cost
 
 
 def _stop_reason(
@@ -188,7 +242,14 @@ def _feedback(current: _Round, cap: int) -> Feedback:
     )
 
 
-def _result(rounds: list[_Round], reason: StopReason, *, revisions: int, tokens: int) -> LoopResult:
+def _result(
+    rounds: list[_Round],
+    reason: StopReason,
+    *,
+    revisions: int,
+    tokens: int,
+    error: Exception | None = None,
+) -> LoopResult:
     """Report the best round: a passing draft outranks every blocked one, then a draft whose
     executable evidence passed (a model critic's score never outweighs a passing check), then
     the higher score; `max` keeps the earlier draft on a tie, since a later one has not shown
@@ -203,11 +264,12 @@ def _result(rounds: list[_Round], reason: StopReason, *, revisions: int, tokens:
         tokens=tokens,
         evidence=best.evidence,
         history=[_record(round_no, r) for round_no, r in enumerate(rounds)],
+        error=error,
     )
 
 
 def _record(round_no: int, evaluated: _Round) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "round": round_no,
         "score": evaluated.score,
         "blocking": [issue.id for issue in evaluated.blockers],
@@ -215,6 +277,9 @@ def _record(round_no: int, evaluated: _Round) -> dict[str, Any]:
         "evidence_passed": bool(evaluated.evidence.get("passed")),
         "malformed": evaluated.critique is None,
     }
+    if evaluated.error is not None:
+        record["error"] = describe(evaluated.error)
+    return record
 
 
 def _sha(draft: str) -> str:

@@ -1,10 +1,20 @@
-"""Error classes (seed 001): the class of a failure chooses the next action, not the model."""
+"""Error classes (seed 001): the class of a failure chooses the next action, not the model.
+
+Failures are classified by what they do, not by one client library's class names: the HTTP
+status they carry, the standard library's and the HTTP clients' transport errors, LangChain's
+provider-neutral ``ModelError`` family, and a few words in type names. A wrapped failure
+(``raise Wrapper(...) from cause``) is classified by the first link of its chain that says
+something, so a wrapper a library adds tomorrow does not turn a blip into a paused run.
+"""
 
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 
+import langchain_core.exceptions as lc_errors
 from pydantic import ValidationError
 
 
@@ -34,49 +44,136 @@ class ConfigError(AgentError):
         super().__init__(ErrorClass.INVALID_INPUT, message)
 
 
+MAX_CHAIN = 8  # links of __cause__/__context__ followed; a chain may be long or cyclic
 _POLICY_MARKERS = ("content_policy", "content policy", "content_filter", "content filter")
-_TRANSIENT_NAMES = (
-    "RateLimitError",
-    "APITimeoutError",
-    "APIConnectionError",
-    "InternalServerError",
-    "ServiceUnavailableError",
-    "ReadTimeout",
-    "ConnectTimeout",
-    "ConnectError",
-    "RemoteProtocolError",
-)
+# Words that name a passing condition in a type name or an error body's type, compared with
+# "_" removed and lower-cased: RateLimitError, rate_limit_error, overloaded_error, ...
+_TRANSIENT_WORDS = ("timeout", "connection", "ratelimit", "overloaded", "serviceunavailable")
+_STATUS_ATTRIBUTES = ("status_code", "status", "code", "http_status")
+
+
+def _lc_types(*names: str) -> tuple[type[BaseException], ...]:
+    """LangChain's provider-neutral model errors that this langchain-core has (newer ones
+    are missing from the oldest versions the project accepts)."""
+    return tuple(getattr(lc_errors, name) for name in names if hasattr(lc_errors, name))
+
+
+_REFUSALS = _lc_types("ModelRefusalError")
+_OVERFLOWS = _lc_types("ContextOverflowError")
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    """Transport failures of the standard library and the HTTP clients that are installed.
+
+    httpx's ``UnsupportedProtocol`` and ``LocalProtocolError`` are transport errors too, but
+    they come from a bad URL or our own request, which a retry repeats; they are left out.
+    """
+    found: list[type[BaseException]] = [TimeoutError, ConnectionError, socket.gaierror]
+    try:
+        import httpx
+
+        found += [httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError]
+        found += [httpx.ProxyError]
+    except ImportError:  # pragma: no cover - httpx comes with langchain-openai
+        pass
+    try:
+        import httpcore
+
+        found += [httpcore.TimeoutException, httpcore.NetworkError, httpcore.RemoteProtocolError]
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import requests
+
+        found += [requests.exceptions.ConnectionError, requests.exceptions.Timeout]
+    except ImportError:  # pragma: no cover - requests is optional
+        pass
+    return tuple(found)
+
+
+_TRANSIENT_TYPES = _transient_types()
+
+
+def exception_chain(exc: BaseException, limit: int = MAX_CHAIN) -> Iterator[BaseException]:
+    """``exc``, then what caused it (``__cause__``, else ``__context__`` unless suppressed by
+    ``raise ... from None``), at most ``limit`` links and each once, so a cycle ends."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < limit:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
 
 
 def _status_code(exc: BaseException) -> int | None:
+    """The HTTP status the error or its ``response`` carries (SDKs name it differently)."""
     for holder in (exc, getattr(exc, "response", None)):
-        code = getattr(holder, "status_code", None) or getattr(holder, "status", None)
-        if isinstance(code, int):
-            return code
+        for name in _STATUS_ATTRIBUTES:
+            code = getattr(holder, name, None)
+            if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+                return code
     return None
 
 
-def classify(exc: BaseException) -> ErrorClass:
-    """Map an exception to its error class (HTTP status first, then its type)."""
+def _class_of_status(code: int) -> ErrorClass | None:
+    """401/403 deny, 408/409/425/429 and 5xx (Anthropic's 529 "overloaded" too) pass,
+    other 4xx are the request's fault; a 2xx or 3xx says nothing about the failure."""
+    if code in (401, 403):
+        return ErrorClass.PERMISSION_DENIED
+    if code in (408, 409, 425, 429) or code >= 500:
+        return ErrorClass.TRANSIENT
+    if 400 <= code < 500:
+        return ErrorClass.INVALID_INPUT
+    return None
+
+
+def _error_type_names(exc: BaseException) -> Iterator[str]:
+    """Type names of the error and its bases, and the type an error body reports (an
+    Anthropic stream's ``{"error": {"type": "overloaded_error"}}`` arrives with status 200)."""
+    for cls in type(exc).__mro__:
+        yield cls.__name__
+    body = getattr(exc, "body", None)
+    inner = body.get("error") if isinstance(body, Mapping) else None
+    for holder in (exc, body, inner):
+        kind = holder.get("type") if isinstance(holder, Mapping) else getattr(holder, "type", None)
+        if isinstance(kind, str):
+            yield kind
+
+
+def _looks_transient(exc: BaseException) -> bool:
+    """A failure that the same request may not meet again: by type, by flag or by name."""
+    if isinstance(exc, _TRANSIENT_TYPES) or getattr(exc, "is_retryable", None) is True:
+        return True
+    names = (name.replace("_", "").lower() for name in _error_type_names(exc))
+    return any(word in name for name in names for word in _TRANSIENT_WORDS)
+
+
+def _class_of_link(exc: BaseException) -> ErrorClass | None:
+    """What one exception says about the failure by itself, or None if it says nothing."""
     if isinstance(exc, AgentError):
         return exc.error_class
-    text = str(exc).lower()
-    if any(marker in text for marker in _POLICY_MARKERS):
+    text = str(exc)[:4000].lower()
+    if isinstance(exc, _REFUSALS) or any(m in text for m in _POLICY_MARKERS):
         return ErrorClass.POLICY_REJECTED
     code = _status_code(exc)
-    if code is not None:
-        if code in (401, 403):
-            return ErrorClass.PERMISSION_DENIED
-        if code in (408, 409, 425, 429) or code >= 500:
-            return ErrorClass.TRANSIENT
-        if 400 <= code < 500:
-            return ErrorClass.INVALID_INPUT
-    if isinstance(exc, TimeoutError | ConnectionError) or type(exc).__name__ in _TRANSIENT_NAMES:
+    if code is not None and (by_status := _class_of_status(code)) is not None:
+        return by_status
+    if isinstance(exc, _OVERFLOWS):
+        return ErrorClass.INVALID_INPUT  # a shorter request may pass; the same one never will
+    if _looks_transient(exc):
         return ErrorClass.TRANSIENT
     if isinstance(exc, PermissionError):
         return ErrorClass.PERMISSION_DENIED
     if isinstance(exc, ValidationError | json.JSONDecodeError):
         return ErrorClass.DETERMINISTIC_VALIDATION
+    return None
+
+
+def classify(exc: BaseException) -> ErrorClass:
+    """Map an exception to its error class: the first link of its chain that has one wins."""
+    for link in exception_chain(exc):
+        if (found := _class_of_link(link)) is not None:
+            return found
     return ErrorClass.UNKNOWN
 
 
@@ -87,5 +184,5 @@ def is_transient(exc: BaseException) -> bool:
 
 def describe(exc: BaseException, limit: int = 300) -> str:
     """A short, single-line description that keeps the evidence of what went wrong."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    text = " ".join(f"{type(exc).__name__}: {str(exc)[: limit * 4]}".split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

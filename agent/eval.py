@@ -264,6 +264,8 @@ def reflect_task(
 
     config = loop_config or LoopConfig(max_rounds=max_rounds)
     result = revise_loop(task.prompt, generate, gather, critique, config)
+    if result.error is not None:  # the loop kept its best draft; a measurement has none to use
+        raise result.error
 
     history = []
     for record, step in zip(rounds, result.history, strict=True):

@@ -24,7 +24,7 @@ from agent.models import Metered, load_model, merge_usage, total_tokens
 from agent.plan import PlanDraft, merge_replan, parse_plan, ready_steps
 from agent.prompts import render
 from agent.result import build_result
-from agent.state import SubagentTask
+from agent.state import CUT_KEY, MAX_GOAL_CHARS, SubagentTask
 from agent.subagents import SubAgent, describe_registry
 from agent.vfs import scratch_prefix, summarize_files
 from agent.worker import StepWorker
@@ -32,7 +32,6 @@ from agent.worker import StepWorker
 # Nodes read the state as a mapping so a subclass of State (build_graph(state_schema=...))
 # is not mistaken for a second, conflicting input schema.
 StateView = Mapping[str, Any]
-MAX_GOAL_CHARS = 20_000
 TERMINAL = ("success", "failed")
 
 
@@ -59,6 +58,23 @@ def goal_problem(goal: Any) -> str | None:
 
 def _message_text(message: BaseMessage) -> str:
     return message.text if isinstance(message.content, list) else str(message.content)
+
+
+def message_problem(message: BaseMessage) -> str | None:
+    """Why a human message cannot be taken as a goal or an answer, or None. A message the
+    ``messages`` reducer already cut to a placeholder is judged by its original size."""
+    size = message.additional_kwargs.get(CUT_KEY)
+    if isinstance(size, int):
+        return f"the goal is {size} characters; the limit is {MAX_GOAL_CHARS}"
+    return goal_problem(_message_text(message))
+
+
+def config_problem(ctx: Context) -> dict[str, Any] | None:
+    """The update that fails the run on an invalid Context (every problem, each naming its
+    field), or None. Every node that reads the Context's numbers checks it first."""
+    if problems := ctx.validate():
+        return _failed("invalid_input", "configuration: " + "; ".join(problems))
+    return None
 
 
 def new_human_message(state: Mapping[str, Any]) -> HumanMessage | None:
@@ -111,8 +127,8 @@ class Nodes:
     def planner(self, state: StateView, runtime: Runtime[Context]) -> dict[str, Any]:
         """Plan, replan, take in a human answer, or just dispatch the next ready steps."""
         ctx = as_context(runtime.context)
-        if problems := ctx.validate():
-            return _failed("invalid_input", "configuration: " + "; ".join(problems))
+        if (failure := config_problem(ctx)) is not None:
+            return failure
         human = new_human_message(state)
         plan = state.get("plan")
         if state.get("escalation") and human is None:
@@ -147,19 +163,26 @@ class Nodes:
 
     def _first_plan(self, state: StateView, ctx: Context, human: HumanMessage | None) -> dict:
         update: dict[str, Any] = {}
-        goal = _message_text(human) if human is not None else state.get("goal")
-        if human is None and isinstance(goal, str) and goal.strip():
+        if human is not None:
+            goal: Any = _message_text(human)
+            problem = message_problem(human)
+        else:
+            goal = state.get("goal")
+            problem = goal_problem(goal)
+        if problem:
+            # nothing of a rejected goal is kept: a goal sent as `goal` is cleared, one sent
+            # as a message is already a bounded placeholder (agent.state.bounded_messages)
+            return ({"goal": ""} if human is None else {}) | _failed("invalid_input", problem)
+        if human is None:
             human = HumanMessage(goal, id=str(uuid.uuid4()))
             update["messages"] = [human]
-        if problem := goal_problem(goal):
-            return {**update, **_failed("invalid_input", problem)}
         update |= {"goal": goal, **self._new_turn(state, ctx, human)}
         merged = {**state, **update}
         return {**update, **self._replan(merged, ctx, reason="", answer="")}
 
     def _take_answer(self, state: StateView, ctx: Context, human: HumanMessage) -> dict[str, Any]:
         text = _message_text(human)
-        if problem := goal_problem(text):
+        if problem := message_problem(human):
             if state.get("escalation"):  # keep the thread paused on its question; lose nothing
                 turn = {**(state.get("turn") or {}), "human_id": human.id}
                 note = AIMessage(f"That answer was not accepted ({problem}); please answer again.")
@@ -292,6 +315,8 @@ class Nodes:
         """One step, one subagent: the revise loop, then the files and what it did."""
         ctx = as_context(runtime.context)
         step = state["step"]
+        if problems := ctx.validate():  # a run resumed mid-round with a bad Context
+            return {"trajectory": [_config_error_event(state, problems)]}
         spec = self.registry[step["action"]]
         judge, judge_usage = self._metered("critic", ctx).observed()
         worker = StepWorker(
@@ -346,6 +371,8 @@ class Nodes:
     def reflection(self, state: StateView, runtime: Runtime[Context]) -> dict[str, Any]:
         """Decide continue, replan, end or escalate: rules first, the model only if needed."""
         ctx = as_context(runtime.context)
+        if (failure := config_problem(ctx)) is not None:
+            return failure
         s = self.situation(state, ctx)
         update: dict[str, Any] = {}
         decision = rules.decide_by_rule(s, self.rules)
@@ -456,6 +483,19 @@ def _escalate_now(d: rules.Decision, state: Mapping[str, Any]) -> dict[str, Any]
     return {
         "decisions": [rules.log_entry(d, s)],
         "escalation": rules.escalation_payload(d, s),
+    }
+
+
+def _config_error_event(task: SubagentTask, problems: list[str]) -> dict[str, Any]:
+    """What a subagent records instead of working when the Context is invalid; reflection
+    then fails the run (it checks the Context too)."""
+    return {
+        "round": task["round"],
+        "step_id": task["step"]["step_id"],
+        "actor": task["step"]["action"],
+        "action": "error",
+        "error_class": ErrorClass.INVALID_INPUT.value,
+        "observation": "configuration: " + "; ".join(problems),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -9,11 +10,31 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent.vfs import PathError, validate_path
 
+MAX_STEP_ID_CHARS = 40
+# A step id names its scratch folder, work/<step_id>/: a "/" would nest one step's scratch in
+# another's ("S1/x" inside "S1"), ".." would climb out, a newline or a space would break the
+# prompts' "step_id: S1" lines. A letter or digit first, so "." and ".." cannot match.
+STEP_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_STEP_ID_CHARS - 1}}}")
+
+
+def step_id_problem(step_id: str) -> str | None:
+    """Why ``step_id`` cannot name a step (and its scratch folder), or None."""
+    if STEP_ID.fullmatch(step_id):
+        return None
+    shown = repr(step_id) if len(step_id) <= 60 else repr(step_id[:60]) + "…"
+    return (
+        f"step_id {shown} is not a short safe name: use 1 to {MAX_STEP_ID_CHARS} letters, "
+        "digits, '_', '.' or '-', starting with a letter or digit (e.g. S1)"
+    )
+
 
 class Step(BaseModel):
     """One executable step: who does it, what it must produce and how "done" is proven."""
 
-    step_id: str = Field(min_length=1, max_length=40, description="Stable id, e.g. S1.")
+    step_id: str = Field(
+        description="Stable id, e.g. S1: letters, digits, '_', '.' or '-', at most 40.",
+        json_schema_extra={"pattern": f"^{STEP_ID.pattern}$", "maxLength": MAX_STEP_ID_CHARS},
+    )
     depends_on: list[str] = Field(default_factory=list, description="Ids that must finish first.")
     action: str = Field(description="A registered subagent name, never a free string.")
     instructions: str = Field(min_length=1, max_length=8000, description="What the step does.")
@@ -22,6 +43,13 @@ class Step(BaseModel):
         default_factory=lambda: {"kind": "non_empty"},
         description='A check spec such as {"kind": "contains", "all": ["..."]}, or a rubric.',
     )
+
+    @field_validator("step_id")
+    @classmethod
+    def _id_is_a_safe_name(cls, value: str) -> str:
+        if (problem := step_id_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("expected_output")
     @classmethod

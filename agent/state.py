@@ -2,20 +2,72 @@
 
 Append-only logs and the filesystem use LangGraph's ``DeltaChannel``: a checkpoint stores
 only the writes of its own step, so a run that writes N files stores O(N) bytes, not O(N²).
+``messages`` keeps every message, but a human message longer than any goal or answer the
+planner accepts is kept as a short placeholder, so a 10 MB paste is not copied into every
+checkpoint of the thread.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
 from agent.models import merge_usage
 from agent.vfs import FileEntry, merge_files
+
+MAX_GOAL_CHARS = 20_000
+"""The longest goal or answer a human message may carry; the planner rejects longer ones."""
+PREVIEW_CHARS = 200
+"""How much of an over-long human message its placeholder keeps, for a human to recognise."""
+CUT_KEY = "deepreflect_cut_chars"
+"""``additional_kwargs`` key of a placeholder: the size of the message it replaced."""
+
+
+def message_size(message: BaseMessage) -> int:
+    """Characters of a message's content (its JSON for a list of content blocks, so an
+    attached image counts too); content that cannot be measured counts as too long."""
+    if isinstance(message.content, str):
+        return len(message.content)
+    try:
+        return len(json.dumps(message.content, ensure_ascii=False, default=str))
+    except (ValueError, TypeError, RecursionError):
+        return MAX_GOAL_CHARS + 1
+
+
+def bounded_message(message: AnyMessage) -> AnyMessage:
+    """``message`` itself, or for a human message over ``MAX_GOAL_CHARS`` a placeholder with
+    the same id (so it replaces the original) holding its first ``PREVIEW_CHARS`` characters
+    and, under ``CUT_KEY``, its size: the planner rejects it from that size."""
+    if not isinstance(message, HumanMessage) or CUT_KEY in message.additional_kwargs:
+        return message
+    size = message_size(message)
+    if size <= MAX_GOAL_CHARS:
+        return message
+    text = message.content if isinstance(message.content, str) else message.text
+    note = f"\n[… cut: this message had {size} characters; at most {MAX_GOAL_CHARS} are accepted]"
+    return HumanMessage(
+        text[:PREVIEW_CHARS] + note,
+        id=message.id,
+        name=message.name,
+        additional_kwargs={CUT_KEY: size},
+    )
+
+
+def bounded_messages(current: Messages, update: Messages) -> list[AnyMessage]:
+    """Reducer of ``messages``: ``add_messages``, then over-long human messages cut.
+
+    It runs when LangGraph applies a write, before the checkpoint that follows is saved; so
+    of an oversized message only the copies LangGraph saves before any reducer runs remain
+    (the run's input and the write of its ``__start__`` task), never one per checkpoint.
+    """
+    merged = cast(list[AnyMessage], add_messages(current, update))
+    return [bounded_message(message) for message in merged]
 
 
 def _append(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
@@ -37,8 +89,9 @@ def _usage(current: dict | None, update: dict | None) -> dict:
 class State(TypedDict, total=False):
     """The whole state of a deepreflect thread (design.md, State)."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
-    """The conversation: the goal, human answers, the escalation questions and final answer."""
+    messages: Annotated[list[AnyMessage], bounded_messages]
+    """The conversation: the goal, human answers, the escalation questions and final answer;
+    a human message over ``MAX_GOAL_CHARS`` is kept as a placeholder (``bounded_message``)."""
     goal: str
     """The user goal for the current turn."""
     plan: dict[str, Any] | None
@@ -78,7 +131,7 @@ class State(TypedDict, total=False):
 class InputState(TypedDict, total=False):
     """What a caller sends: a goal, or messages (Studio, the SDK, a human answer)."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], bounded_messages]
     goal: str
 
 

@@ -10,13 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.checks import run_check
@@ -29,6 +38,19 @@ from agent.vfs import PathError, Workspace, evidence_line, file_entry, scratch_p
 
 MAX_TOOL_TURNS = 12
 _TIMING = re.compile(r"\d+\.\d+s")  # pytest durations differ between identical failures
+
+# Tool arguments come from the model. LangGraph serialises what a node returns with msgpack,
+# which gives up at a few hundred levels of nesting and on integers beyond 64 bits, and a
+# failed write would crash the thread at every resume; so arguments nested deeper than
+# MAX_ARG_DEPTH (or holding more than MAX_ARG_VALUES values) are refused as a tool error,
+# and the trajectory keeps only a summary bounded by the SUMMARY_* limits.
+MAX_ARG_DEPTH = 32
+MAX_ARG_VALUES = 100_000
+SUMMARY_DEPTH = 3
+SUMMARY_ITEMS = 10
+SUMMARY_CHARS = 80
+MAX_NAME_CHARS = 64
+_INT64 = 2**63
 
 
 class _NoArgs(BaseModel):
@@ -60,7 +82,7 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
 
     def write_file(path: str, content: str) -> str:
         written = workspace.write(path, content)
-        return f"wrote {written} ({len(content.encode())} bytes)"
+        return f"wrote {written} ({_utf8_size(content)} bytes)"
 
     def edit_file(path: str, old: str, new: str) -> str:
         edited = workspace.edit(path, old, new)
@@ -78,15 +100,73 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
     ]
 
 
-def _summarise_args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Parameter summary for the trajectory: paths and sizes, never whole contents."""
-    summary: dict[str, Any] = {}
-    for key, value in args.items():
-        if isinstance(value, str) and len(value) > 80:
-            summary[key] = f"<{len(value.encode())} bytes>"
-        else:
-            summary[key] = value
-    return summary
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def _children(value: Any) -> Iterable[Any] | None:
+    """The values inside a container (a dict's values, a list's items), None for a scalar."""
+    if isinstance(value, Mapping):
+        return value.values()
+    if isinstance(value, list | tuple):
+        return value
+    return None
+
+
+def arguments_problem(args: Mapping[str, Any]) -> str | None:
+    """Why tool arguments are refused before anything uses them: nested deeper than
+    MAX_ARG_DEPTH or holding more than MAX_ARG_VALUES values. Iterative, so arguments nested
+    thousands deep cannot exhaust Python's recursion limit here either."""
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_ARG_VALUES:
+            return f"they hold more than {MAX_ARG_VALUES} values"
+        children = _children(value)
+        if children is None:
+            continue
+        if depth > MAX_ARG_DEPTH:
+            return f"they are nested more than {MAX_ARG_DEPTH} levels deep"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def summarise_value(value: Any, depth: int = 0) -> Any:
+    """A bounded, JSON-safe summary of a tool argument for the trajectory: short strings and
+    small numbers as they are, long strings as their size, containers cut at SUMMARY_DEPTH
+    levels and SUMMARY_ITEMS items, anything else by its type name; never whole contents."""
+    if value is None or isinstance(value, bool | float):
+        return value
+    if isinstance(value, int):
+        return value if -_INT64 <= value < _INT64 else f"<{value.bit_length()}-bit integer>"
+    if isinstance(value, str):
+        return value if len(value) <= SUMMARY_CHARS else f"<{_utf8_size(value)} bytes>"
+    if isinstance(value, Mapping | list | tuple):
+        if depth >= SUMMARY_DEPTH:
+            kind = "object" if isinstance(value, Mapping) else "list"
+            return f"<{kind} of {len(value)} items>"
+        more = len(value) - SUMMARY_ITEMS
+        if isinstance(value, Mapping):
+            summary = {
+                _clip(str(key), SUMMARY_CHARS): summarise_value(item, depth + 1)
+                for key, item in islice(value.items(), SUMMARY_ITEMS)
+            }
+            return summary | ({"…": f"<{more} more keys>"} if more > 0 else {})
+        items = [summarise_value(item, depth + 1) for item in islice(value, SUMMARY_ITEMS)]
+        return items + ([f"<{more} more items>"] if more > 0 else [])
+    return f"<{type(value).__name__}>"
+
+
+def tool_name(call: Mapping[str, Any]) -> str:
+    """The name a tool call gives, bounded, for messages and the trajectory ("?" if none)."""
+    name = call.get("name")
+    return _clip(name if isinstance(name, str) else repr(name), MAX_NAME_CHARS) if name else "?"
 
 
 def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> tuple[str, bool]:
@@ -94,10 +174,13 @@ def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) ->
     name = call.get("name")
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
-        return f"invalid_input: unknown tool {name!r}; available: {', '.join(tools)}", False
+        shown = _clip(repr(name), MAX_NAME_CHARS + 2)
+        return f"invalid_input: unknown tool {shown}; available: {', '.join(tools)}", False
     args = call.get("args")
     if not isinstance(args, Mapping):
         return f"invalid_input: arguments of {name} must be an object", False
+    if problem := arguments_problem(args):
+        return f"invalid_input: the arguments of {name} are refused: {problem}", False
     try:
         schema = tool.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -107,8 +190,37 @@ def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) ->
         text = str(exc)
         prefix = "" if text.startswith("permission_denied") else "invalid_input: "
         return prefix + text, False
+    except GraphBubbleUp:
+        raise  # LangGraph's control flow (a tool that calls interrupt()), not a tool error
     except Exception as exc:  # a tool error goes back to the model with its class
         return f"{classify(exc).value}: {describe(exc)}", False
+
+
+def _defuse(call: ToolCall) -> None:
+    """Replace refused arguments by their summary in the conversation the model sees next:
+    the provider's client serialises them again (json.dumps), and arguments too deep for
+    us are too deep for it."""
+    args = call.get("args")
+    if isinstance(args, Mapping) and arguments_problem(args):
+        call["args"] = summarise_value(args)
+
+
+def invalid_call_error(call: Mapping[str, Any]) -> str:
+    """The tool error for a call whose arguments did not parse (``invalid_tool_calls``):
+    the parser's reason, never the arguments themselves, which may be huge."""
+    raw = call.get("args")
+    reason = _clip(" ".join(str(call.get("error") or "they could not be parsed").split()), 200)
+    if isinstance(raw, str):
+        try:
+            json.loads(raw)
+        except json.JSONDecodeError as exc:
+            reason = str(exc)
+        except RecursionError:
+            reason = "they are nested too deeply"
+    return (
+        f"invalid_input: the arguments of {tool_name(call)} are not valid JSON: {reason}; "
+        "call the tool again with one JSON object"
+    )
 
 
 @dataclass
@@ -176,6 +288,11 @@ class StepWorker:
             }
         )
 
+    def _error_event(self, exc: BaseException) -> None:
+        """An error with its class: reflection fails the run on permission, policy or input
+        errors (``rule_fatal_error``) and otherwise treats the step as failed."""
+        self._event("error", error_class=classify(exc).value, observation=describe(exc))
+
     # -- the three callables revise_loop drives ------------------------------------------
     def _task_prompt(self, feedback: Mapping[str, Any] | None) -> list[BaseMessage]:
         step = self.step
@@ -203,23 +320,35 @@ class StepWorker:
         for _ in range(self.max_tool_turns):
             answer: AIMessage = self.model.invoke(messages, tools)
             messages.append(answer)
-            if not answer.tool_calls:
+            if not answer.tool_calls and not answer.invalid_tool_calls:
                 break
             for call in answer.tool_calls:
                 observation, ok = execute_tool_call(call, self.tools)
-                self._event(
-                    call.get("name") or "?",
-                    params=_summarise_args(call.get("args") or {}),
-                    observation=observation[:200],
-                    ok=ok,
-                )
-                messages.append(
-                    ToolMessage(
-                        observation, tool_call_id=call.get("id") or "", name=call.get("name")
-                    )
-                )
+                messages.append(self._answer_call(call, observation, ok))
+                _defuse(call)
+            # Arguments that were not valid JSON: tell the model, which must answer every call
+            # it made anyway (OpenAI refuses a conversation with an unanswered tool call).
+            for bad in answer.invalid_tool_calls:
+                messages.append(self._answer_call(bad, invalid_call_error(bad)))
         draft = self.workspace.contents().get(self.step["expected_output"], "")
         return draft, self.model.tokens - before
+
+    def _answer_call(
+        self, call: Mapping[str, Any], observation: str, ok: bool = False
+    ) -> ToolMessage:
+        """Record a tool call in the trajectory (a bounded summary of its arguments: the raw
+        text of unparsed ones) and build the tool message that answers it."""
+        name = tool_name(call)
+        args = call.get("args")
+        summary = summarise_value(args if args is not None else {})
+        params = summary if isinstance(summary, dict) else {"arguments": summary}  # always a dict
+        self._event(name, params=params, observation=observation[:200], ok=ok)
+        call_id = call.get("id")
+        return ToolMessage(
+            observation,
+            tool_call_id=call_id if isinstance(call_id, str) else "",
+            name=name,
+        )
 
     def gather_evidence(self, draft: str) -> dict[str, Any]:
         files = self.workspace.contents()
@@ -252,11 +381,13 @@ class StepWorker:
             )
         except Exception as exc:
             error_class = classify(exc)
-            if error_class is ErrorClass.TRANSIENT:
+            if isinstance(exc, GraphBubbleUp) or error_class is ErrorClass.TRANSIENT:
                 raise  # the node's RetryPolicy retries the whole step
-            self._event("error", error_class=error_class.value, observation=describe(exc))
+            self._error_event(exc)
             self.run.usage = merge_usage(self.run.usage, self.model.usage)
             return self.run
+        if result.error is not None:  # the loop stopped on it but kept the best draft
+            self._error_event(result.error)
         best = result.best or ""
         if self.workspace.contents().get(path, None) != best and best:
             self.workspace.write(path, best)

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_openai.chat_models.base import OpenAIConnectionError
+from langgraph.errors import GraphInterrupt
 
 from agent.controller import Feedback, LoopConfig, LoopResult, revise_loop
 from agent.critic import Critique, Issue
 
 FAILED = {"kind": "python", "passed": False, "score": 0.0, "evidence": "AssertionError"}
 MALFORMED = "Looks fine to me!"  # not JSON: a malformed critique
-STOP_REASONS = {"pass", "stalled", "oscillating", "budget", "timeout", "critic_error"}
+STOP_REASONS = {
+    "pass",
+    "stalled",
+    "oscillating",
+    "budget",
+    "timeout",
+    "critic_error",
+    "generator_error",
+}
 
 
 def blocked(score: float, *, location: str | None = "line 1", id: str = "bug") -> Critique:
@@ -130,13 +141,128 @@ def test_two_consecutive_malformed_critiques_stop_with_critic_error() -> None:
     assert [h["malformed"] for h in result.history] == [False, True, True]
 
 
-def test_crashing_critic_propagates_its_exception() -> None:
-    def crash(task: str, draft: str, evidence: dict[str, Any]) -> tuple[Any, int]:
-        raise TimeoutError("critic endpoint timed out")
+CRASH = RuntimeError("critic exploded")  # in a script: this critique raises instead
 
-    sim = Sim([])
-    with pytest.raises(TimeoutError, match="critic endpoint"):
-        revise_loop("task", sim.generate, sim.gather_evidence, crash)
+
+class CrashingSim(Sim):
+    """A Sim whose critique raises where its script says CRASH (seed 002: "crashing")."""
+
+    def critique(self, task: str, draft: str, evidence: dict[str, Any]) -> tuple[Any, int]:
+        answer = super().critique(task, draft, evidence)
+        if answer[0] is CRASH:
+            raise CRASH
+        return answer
+
+
+def test_a_crashing_critic_stops_with_critic_error_and_returns_the_best_draft_seen() -> None:
+    sim = CrashingSim([blocked(0.6), blocked(0.7), CRASH])
+    result = sim.run(max_rounds=10)
+    assert (result.stop_reason, result.rounds, result.converged) == ("critic_error", 2, False)
+    assert (result.best, result.best_score) == ("draft 1", 0.7)
+    assert result.error is CRASH
+    crashed = result.history[-1]
+    assert (crashed["score"], crashed["malformed"]) == (0.0, True)
+    assert crashed["error"] == "RuntimeError: critic exploded"
+    assert sim.critiqued == ["draft 0", "draft 1", "draft 2"]
+
+
+def test_a_critic_crashing_on_the_first_draft_returns_it_scored_zero_never_approved() -> None:
+    result = CrashingSim([CRASH]).run()
+    assert (result.stop_reason, result.best, result.best_score) == ("critic_error", "draft 0", 0.0)
+    assert (result.converged, result.rounds, result.issues) == (False, 0, [])
+    assert result.evidence == FAILED  # the check ran before the critic crashed
+
+
+def test_evidence_that_raises_counts_as_a_crashed_critique() -> None:
+    sim = Sim([blocked(0.5)])
+    calls = iter([FAILED])
+
+    def evidence(draft: str) -> dict[str, Any]:
+        report = next(calls, None)
+        if report is None:
+            raise ValueError("the sandbox is gone")
+        return report
+
+    result = revise_loop("task", sim.generate, evidence, sim.critique, LoopConfig(max_rounds=5))
+    assert (result.stop_reason, result.best, result.best_score) == ("critic_error", "draft 0", 0.5)
+    assert result.history[-1]["error"] == "ValueError: the sandbox is gone"
+    assert sim.critiqued == ["draft 0"]  # the critic never saw the draft without evidence
+
+
+def test_a_generator_crashing_on_a_revision_stops_with_generator_error_and_keeps_the_best() -> None:
+    def explode() -> None:
+        if len(sim.feedback) == 3:
+            raise ValueError("the generator's tool crashed")
+
+    sim = Sim([blocked(0.4), blocked(0.8)], on_generate=explode)
+    result = sim.run(max_rounds=10)
+    assert (result.stop_reason, result.rounds, result.converged) == ("generator_error", 1, False)
+    assert (result.best, result.best_score) == ("draft 1", 0.8)
+    assert isinstance(result.error, ValueError)
+    assert len(result.history) == 2
+
+
+def test_a_generator_crashing_on_the_first_draft_propagates_since_there_is_no_draft() -> None:
+    def explode() -> None:
+        raise ValueError("no model")
+
+    with pytest.raises(ValueError, match="no model"):
+        Sim([], on_generate=explode).run()
+
+
+def _raiser(exc: BaseException) -> Any:
+    def fail(*args: Any) -> Any:
+        raise exc
+
+    return fail
+
+
+@pytest.mark.parametrize("where", ["critique", "gather_evidence", "revision"])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        TimeoutError("critic endpoint timed out"),
+        OpenAIConnectionError(
+            message="Connection error.", request=httpx.Request("POST", "http://x")
+        ),
+        GraphInterrupt(()),
+    ],
+    ids=["timeout", "connection", "interrupt"],
+)
+def test_transient_errors_and_interrupts_propagate_so_the_graph_handles_them(
+    where: str, exc: BaseException
+) -> None:
+    sim = Sim([blocked(0.3), blocked(0.5)])
+    callables: dict[str, Any] = {
+        "generate": sim.generate,
+        "gather_evidence": sim.gather_evidence,
+        "critique": sim.critique,
+    }
+    if where == "revision":
+        sim.on_generate = lambda: len(sim.feedback) > 1 and _raiser(exc)()
+    else:
+        callables[where] = _raiser(exc)
+    with pytest.raises(type(exc)):
+        revise_loop("task", **callables)
+
+
+@given(
+    scores=st.lists(st.floats(0, 1), min_size=0, max_size=5),
+    max_rounds=st.integers(0, 6),
+)
+def test_a_critic_that_crashes_at_any_round_returns_the_best_draft_seen(
+    scores: list[float], max_rounds: int
+) -> None:
+    sim = CrashingSim([blocked(score) for score in scores] + [CRASH])
+    result = sim.run(max_rounds=max_rounds, min_gain=-1.0)  # never stalls: only the crash ends it
+    seen = [entry_score(entry) for entry in sim.critiques[: len(sim.critiqued)]]
+    assert result.converged is False
+    assert result.best_score == max(seen)
+    assert result.best == sim.critiqued[seen.index(max(seen))]
+    if len(sim.critiqued) == len(scores) + 1:  # the crash was reached
+        assert (result.stop_reason, result.error) == ("critic_error", CRASH)
+    else:
+        assert result.stop_reason == "budget" and result.error is None
 
 
 # -- malformed critiques ---------------------------------------------------------------------

@@ -81,7 +81,17 @@ def test_long_or_unicode_goals_within_the_limits_are_accepted(tmp_path, goal):
     assert run(graph, goal, context=ctx(token_budget=10**7), thread_id="t")["status"] == "success"
 
 
-def test_a_binary_answer_to_an_escalation_keeps_the_thread_paused_and_loses_nothing(tmp_path):
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("\x00\x01\x02" * 50, "the goal looks like binary data"),
+        ("y" * 10**7, "the goal is 10000000 characters"),
+    ],
+    ids=["binary", "10 MB"],
+)
+def test_a_hostile_answer_to_an_escalation_keeps_the_thread_paused_and_loses_nothing(
+    tmp_path, answer, why
+):
     ask = {"decision": "escalate", "question": "Which year?"}
     roles = models([{"steps": [step("S1", "a.md")]}] * 2, [ask, END])
     graph, _ = sqlite_graph(tmp_path, roles)
@@ -89,11 +99,12 @@ def test_a_binary_answer_to_an_escalation_keeps_the_thread_paused_and_loses_noth
     sha = values(graph)["files"]["a.md"]["sha256"]
     calls = model_calls(roles)
 
-    rejected = resume(graph, "t", "\x00\x01\x02" * 50, context=ctx())
+    rejected = resume(graph, "t", answer, context=ctx())
     assert rejected["status"] == "awaiting_input"
     assert rejected["escalation"]["question"] == "Which year?"
     texts = [str(m.content) for m in values(graph)["messages"]]
-    assert any("not accepted (the goal looks like binary data" in t for t in texts)
+    assert any(f"not accepted ({why}" in t for t in texts)
+    assert all(len(t) < 1_000 for t in texts)  # an oversized answer is kept as a placeholder
     assert model_calls(roles) == calls  # rejected before any model call
     assert values(graph)["files"]["a.md"]["sha256"] == sha  # nothing lost
 
@@ -106,7 +117,7 @@ def test_a_hostile_follow_up_after_success_keeps_the_finished_work(tmp_path):
     graph, _ = sqlite_graph(tmp_path, models([step("S1", "a.md")], [END]))
     run(graph, "first goal", context=ctx(), thread_id="t")
     before = values(graph)["files"]
-    result = resume(graph, "t", "y" * (MAX_GOAL_CHARS + 5), context=ctx())
+    result = run(graph, "y" * (MAX_GOAL_CHARS + 5), context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
     assert values(graph)["files"] == before
 
@@ -141,6 +152,10 @@ HOSTILE_PLANS: dict[str, tuple[Any, str]] = {
     "bad check": (_plan_with(done_when={"kind": "shell", "cmd": "rm -rf /"}), "unknown check"),
     "no steps": ([], "no steps"),
     "51 steps": ([step(f"S{i}", f"{i}.md") for i in range(51)], "at most 50"),
+    "step id with a slash": (_plan_with(step_id="S1/x"), "step_id 'S1/x' is not a short safe"),
+    "step id climbing out": (_plan_with(step_id=".."), "step_id '..' is not a short safe"),
+    "step id with a newline": (_plan_with(step_id="S2\nS3"), "step_id 'S2\\nS3' is not"),
+    "step id with a space": (_plan_with(step_id="step two"), "step_id 'step two' is not"),
     "not a plan": ("Sure! Here is the plan: 1. research 2. write", "not a valid plan"),
     "wrong shape": ({"steps": "S1 then S2"}, "not a valid plan"),
 }
@@ -263,6 +278,10 @@ def test_too_many_files_is_refused():
 
 # ----------------------------------------------------------------------------- tool calls
 
+_DEEP: list[Any] = ["x"]
+for _ in range(300):
+    _DEEP = [_DEEP]
+
 BAD_CALLS: list[tuple[dict[str, Any], str]] = [
     ({"name": "write_file", "args": {"path": "a.md"}}, "content Field required"),
     ({"name": "write_file", "args": {"content": "x"}}, "path Field required"),
@@ -279,6 +298,11 @@ BAD_CALLS: list[tuple[dict[str, Any], str]] = [
     ({"name": "write_file", "args": "a.md"}, "must be an object"),
     ({"name": "write_file", "args": None}, "must be an object"),
     ({"name": "write_file"}, "must be an object"),
+    (
+        {"name": "write_file", "args": {"path": "a.md", "content": _DEEP}},
+        "nested more than 32 levels deep",
+    ),
+    ({"name": "n" * 10_000, "args": {}}, "unknown tool 'nnnnn"),
 ]
 
 
