@@ -2,6 +2,7 @@
 
 from agent.context import Context
 from agent.graph import build_graph
+from agent.lease import ThreadBusy
 from agent.models import ScriptedChatModel
 from agent.result import Result
 from agent.runner import open_checkpointer, resume, run
@@ -12,6 +13,7 @@ __all__ = [
     "Result",
     "ScriptedChatModel",
     "SubAgent",
+    "ThreadBusy",
     "build_graph",
     "open_checkpointer",
     "resume",

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -15,20 +16,29 @@ from agent.context import Context
 from agent.errors import ConfigError, classify, describe
 from agent.eval import evaluate, print_report
 from agent.graph import build_graph
+from agent.lease import ThreadBusy
 from agent.models import load_model
-from agent.progress import Progress, print_result
+from agent.nodes import as_context
+from agent.progress import Progress, line, print_result
 from agent.result import Result, build_result
 from agent.runner import (
+    Graph,
+    database_problem,
     db_location,
+    is_damaged,
+    is_database_error,
     list_threads,
     open_checkpointer,
     resume,
     run,
+    scrub,
+    shown_location,
     thread_config,
 )
 from agent.scenarios import SCENARIOS
 
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
+EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 4
 DEMO_GOAL = "Build a tiny slugify module with tests and a README."
 
 
@@ -93,12 +103,43 @@ def _check_models(ctx: Context) -> None:
         raise ConfigError("; ".join(problems))
 
 
+class RunStopped(Exception):
+    """An error raised while a run was executing on a thread (the cause is chained).
+
+    Only then is the thread's checkpoint worth resuming; an error before the run started
+    (a bad database, a busy thread) or after it is reported as what it is.
+    """
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(thread_id)
+        self.thread_id = thread_id
+
+
+@contextmanager
+def _running(thread_id: str) -> Iterator[None]:
+    """Mark errors of the block as a run that stopped on ``thread_id``.
+
+    A usage error or a busy thread keeps its own meaning: nothing ran.
+    """
+    try:
+        yield
+    except (ConfigError, ThreadBusy):
+        raise
+    except Exception as exc:
+        raise RunStopped(thread_id) from exc
+
+
 def _finish(console: Console, result: Result, as_json: bool) -> int:
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
         print_result(console, result)
-    return EXIT_CODES.get(result["status"], 1)
+    return EXIT_CODES.get(result["status"], EXIT_FAILED)
+
+
+def _not_found(thread_id: str, db: str | None) -> ConfigError:
+    msg = f"thread {thread_id!r} not found in {shown_location(db_location(db))}"
+    return ConfigError(msg)
 
 
 def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
@@ -107,57 +148,77 @@ def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver)
         if not args.json:
-            console.print(
-                f"[bold]goal[/]: {goal}\n[dim]thread {thread_id} in {db_location(args.db)}[/]"
-            )
+            console.print(line(("goal", "bold"), f": {goal}"))
+            where = shown_location(db_location(args.db))
+            console.print(line((f"thread {thread_id} in {where}", "dim")))
         on_update = None if args.json else Progress(console)
-        result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
+        with _running(thread_id):
+            result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
     return _finish(console, result, args.json)
+
+
+def _state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
+    """The thread's state; a usage error when it is missing or cannot be decoded."""
+    try:
+        values = graph.get_state(thread_config(thread_id)).values
+    except Exception as exc:
+        if is_database_error(exc):
+            raise  # the database, not this thread: _failure names it
+        msg = f"thread {thread_id!r} in {shown_location(db_location(db))} cannot be read: "
+        raise ConfigError(msg + describe(exc)) from exc
+    if not values:
+        raise _not_found(thread_id, db)
+    return dict(values)
 
 
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver)
-        snapshot = graph.get_state(thread_config(args.thread_id))
-        if not snapshot.values:
-            raise ConfigError(f"thread {args.thread_id!r} not found in {db_location(args.db)}")
-        stored = snapshot.values.get("context") or {}
-        ctx = Context(**stored) if stored else Context()
+        ctx = as_context(_state(graph, args.thread_id, args.db).get("context"))
         if args.token_budget:
             ctx.token_budget = args.token_budget
         _check_models(ctx)
         on_update = None if args.json else Progress(console)
-        result = resume(graph, args.thread_id, args.answer, context=ctx, on_update=on_update)
+        with _running(args.thread_id):
+            result = resume(graph, args.thread_id, args.answer, context=ctx, on_update=on_update)
     return _finish(console, result, args.json)
 
 
 def _cmd_show(args: argparse.Namespace, console: Console) -> int:
-    with open_checkpointer(args.db) as saver:
-        graph = build_graph(checkpointer=saver)
-        values = graph.get_state(thread_config(args.thread_id)).values
-    if not values:
-        raise ConfigError(f"thread {args.thread_id!r} not found in {db_location(args.db)}")
+    with open_checkpointer(args.db, write=False) as saver:
+        values = _state(build_graph(checkpointer=saver), args.thread_id, args.db)
     result = build_result(values, args.thread_id)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:
-        console.print(f"[bold]goal[/]: {values.get('goal')}")
+        console.print(line(("goal", "bold"), f": {values.get('goal')}"))
         for entry in values.get("decisions") or []:
             console.print(
-                f"  round {entry.get('round')}: {entry['decision']} by {entry.get('by')} — "
-                f"{entry.get('reason', '')}"
+                line(
+                    f"  round {entry.get('round')}: {entry.get('decision')} by "
+                    f"{entry.get('by')} — {entry.get('reason', '')}"
+                )
             )
         print_result(console, result)
     return 0
 
 
+def _thread_row(graph: Graph, thread_id: str) -> tuple[str, str]:
+    """A thread's status and goal for ``threads``; a thread whose state cannot be decoded is
+    listed as ``unreadable`` instead of hiding every other thread of the database."""
+    try:
+        values = _state(graph, thread_id, None)
+    except ConfigError as exc:
+        return "unreadable", describe(exc.__cause__ or exc, limit=60)
+    return str(values.get("status", "?")), " ".join(str(values.get("goal", "")).split())[:60]
+
+
 def _cmd_threads(args: argparse.Namespace, console: Console) -> int:
-    with open_checkpointer(args.db) as saver:
+    with open_checkpointer(args.db, write=False) as saver:
         graph = build_graph(checkpointer=saver)
         for thread_id in list_threads(saver):
-            values = graph.get_state(thread_config(thread_id)).values
-            goal = " ".join(str(values.get("goal", "")).split())[:60]
-            console.print(f"{thread_id}  {values.get('status', '?'):<16} {goal}")
+            status, goal = _thread_row(graph, thread_id)
+            console.print(line(f"{thread_id}  {status:<16} {goal}"))
     return 0
 
 
@@ -179,38 +240,62 @@ def _cmd_eval(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _dispatch(args: argparse.Namespace, console: Console) -> int:
+    if args.command == "demo":
+        ctx = Context(model=f"scripted:{args.scenario}")
+        return _cmd_run(args, console, DEMO_GOAL, ctx)
+    if args.command == "run":
+        overrides: dict[str, Any] = {}
+        if args.model:
+            overrides["model"] = args.model
+        if args.workload:
+            overrides["workload"] = args.workload
+        return _cmd_run(args, console, args.goal, Context(**overrides))
+    commands: dict[str, Callable[[argparse.Namespace, Console], int]] = {
+        "resume": _cmd_resume,
+        "show": _cmd_show,
+        "eval": _cmd_eval,
+        "threads": _cmd_threads,
+    }
+    return commands[args.command](args, console)
+
+
+def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
+    """The exit code, label and message for an error that ended a command."""
+    if isinstance(exc, ThreadBusy):
+        return EXIT_BUSY, "error", str(exc)
+    if isinstance(exc, ConfigError):
+        return EXIT_USAGE, "error", str(exc)
+    cause = exc.__cause__ if isinstance(exc, RunStopped) else exc
+    if cause is not None and is_database_error(cause):
+        # Outside a run the database is the problem; inside one only a damaged file is
+        # (resuming continues a run that lost its connection, not one whose file is corrupt).
+        if not isinstance(exc, RunStopped) or is_damaged(cause):
+            return EXIT_USAGE, "error", str(database_problem(shown_location(location), cause))
+    if isinstance(exc, RunStopped) and cause is not None:
+        hint = f"; the checkpoint is kept: `deepreflect resume {exc.thread_id}` continues it"
+        return EXIT_FAILED, "run stopped", f"({classify(cause).value}): {describe(cause)}{hint}"
+    return EXIT_FAILED, "error", f"({classify(exc).value}): {describe(exc)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Entry point of the console script; returns the exit code.
+
+    Exit codes: 0 success, 3 awaiting input or budget exhausted, 1 a failed or stopped run,
+    2 bad usage or configuration (the database included), 4 the thread is busy.
+    """
     args = _parser().parse_args(argv)
-    console = Console(highlight=False, stderr=False)
+    # soft_wrap: a long path, URL or message stays on one line, as printed
+    console = Console(highlight=False, stderr=False, soft_wrap=True)
     try:
-        if args.command == "demo":
-            ctx = Context(model=f"scripted:{args.scenario}")
-            return _cmd_run(args, console, DEMO_GOAL, ctx)
-        if args.command == "run":
-            overrides: dict[str, Any] = {}
-            if args.model:
-                overrides["model"] = args.model
-            if args.workload:
-                overrides["workload"] = args.workload
-            return _cmd_run(args, console, args.goal, Context(**overrides))
-        if args.command == "resume":
-            return _cmd_resume(args, console)
-        if args.command == "show":
-            return _cmd_show(args, console)
-        if args.command == "eval":
-            return _cmd_eval(args, console)
-        return _cmd_threads(args, console)
-    except ConfigError as exc:
-        Console(stderr=True, highlight=False).print(f"[red]error[/]: {exc}")
-        return 2
-    except Exception as exc:  # a run that died (e.g. retries of a transient error ran out)
-        thread_id = getattr(args, "thread", None) or getattr(args, "thread_id", "<thread-id>")
-        hint = f"; the checkpoint is kept: `deepreflect resume {thread_id}` continues it"
-        Console(stderr=True, highlight=False).print(
-            f"[red]run stopped[/] ({classify(exc).value}): {describe(exc)}{hint}"
-        )
-        return 1
+        return _dispatch(args, console)
+    except Exception as exc:
+        location = db_location(getattr(args, "db", None))
+        code, label, message = _failure(exc, location)
+        errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        one_line = " ".join(scrub(message, location).split())
+        errors.print(line((label, "red"), ": ", one_line))
+        return code
 
 
 if __name__ == "__main__":

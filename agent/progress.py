@@ -1,4 +1,10 @@
-"""Live progress for the terminal: one readable line per thing that happened in a node."""
+"""Live progress for the terminal: one readable line per thing that happened in a node.
+
+Everything printed here that a model, a user or a tool wrote (goals, ids, paths, evidence,
+reasons, questions, answers) goes out as plain text through :func:`line`, never as rich
+markup: ``[/bold]`` in a goal would otherwise raise ``MarkupError`` (and break every command
+that prints that thread) and ``[link=...]`` would print a hyperlink the agent chose.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,33 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent.result import Result
 
 _STATUS_STYLE = {"done": "green", "failed": "red", "active": "yellow"}
+# C0 and C1 control characters but newline and tab: shown as \xNN, never sent to the
+# terminal, where an escape sequence in model text could recolour, move or retitle it.
+_CONTROLS = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"
+}
+Styled = tuple[object, str]
+
+
+def printable(value: object) -> str:
+    """``value`` as text with every terminal control character made visible."""
+    return str(value).translate(_CONTROLS)
+
+
+def line(*parts: object | Styled) -> Text:
+    """A line of output: ``(text, style)`` pieces in our style, anything else as plain text."""
+    text = Text()
+    for part in parts:
+        if isinstance(part, tuple) and len(part) == 2 and isinstance(part[1], str):
+            text.append(printable(part[0]), style=part[1])
+        else:
+            text.append(printable(part))
+    return text
 
 
 class Progress:
@@ -24,65 +53,66 @@ class Progress:
         if handler is not None:
             handler(update)
 
+    def say(self, *parts: object | Styled) -> None:
+        """Print one :func:`line`."""
+        self.console.print(line(*parts))
+
     def _planner(self, update: Mapping[str, Any]) -> None:
         plan = update.get("plan")
         if plan:
-            table = Table(title=f"plan v{plan['version']}", title_justify="left", box=None)
+            table = Table(title=line(f"plan v{plan['version']}"), title_justify="left", box=None)
             for column in ("step", "action", "after", "artifact", "done when"):
                 table.add_column(column)
             for step in plan["steps"]:
                 check = step["done_when"]
                 kind = check.get("kind", "?") if isinstance(check, dict) else "rubric"
-                table.add_row(
+                cells = (
                     step["step_id"],
                     step["action"],
-                    ",".join(step["depends_on"]) or "-",
+                    ",".join(map(str, step["depends_on"])) or "-",
                     step["expected_output"],
                     kind,
                 )
+                table.add_row(*(line(cell) for cell in cells))
             self.console.print(table)
         if update.get("dispatch"):
             together = " in parallel" if len(update["dispatch"]) > 1 else ""
-            self.console.print(
-                f"[bold]round {update.get('step')}[/]: running {', '.join(update['dispatch'])}"
-                f"{together}"
-            )
+            names = ", ".join(map(str, update["dispatch"]))
+            self.say((f"round {update.get('step')}", "bold"), f": running {names}{together}")
         if update.get("status") == "failed":
-            self.console.print(f"[red]rejected[/]: {_reason(update)}")
+            self.say(("rejected", "red"), f": {_reason(update)}")
 
     def _subagent(self, update: Mapping[str, Any]) -> None:
         for event in update.get("trajectory") or []:
-            action = event.get("action")
+            action, step_id = event.get("action"), event.get("step_id")
             if action == "check":
                 ok = event["check"]["passed"]
-                mark = "[green]pass[/]" if ok else "[red]fail[/]"
-                self.console.print(
-                    f"  {event['step_id']} check {event['check']['kind']}: {mark}"
-                    + ("" if ok else f" — {_short(event.get('observation', ''))}")
-                )
+                mark = ("pass", "green") if ok else ("fail", "red")
+                why = "" if ok else f" — {_short(event.get('observation', ''))}"
+                self.say(f"  {step_id} check {event['check']['kind']}: ", mark, why)
             elif action in ("write_file", "edit_file"):
                 path = (event.get("params") or {}).get("path")
-                self.console.print(f"  {event['step_id']} {event['actor']} {action} {path}")
+                self.say(f"  {step_id} {event['actor']} {action} {path}")
             elif action == "result":
-                style = "green" if event.get("passed") else "red"
-                self.console.print(
-                    f"  {event['step_id']} [{style}]{'done' if event.get('passed') else 'failed'}"
-                    f"[/] after {event.get('rounds')} revision(s) ({event.get('stop_reason')})"
-                )
+                passed = bool(event.get("passed"))
+                outcome = ("done", "green") if passed else ("failed", "red")
+                after = f" after {event.get('rounds')} revision(s) ({event.get('stop_reason')})"
+                self.say(f"  {step_id} ", outcome, after)
             elif action == "error":
-                self.console.print(f"  {event['step_id']} [red]error[/] {event.get('observation')}")
+                self.say(f"  {step_id} ", ("error", "red"), f" {event.get('observation')}")
 
     def _reflection(self, update: Mapping[str, Any]) -> None:
         for entry in update.get("decisions") or []:
             who = "rule" if entry.get("by") == "rule" else "model"
             forced = " (forced)" if entry.get("forced") else ""
-            self.console.print(
-                f"[bold magenta]reflection[/] → {entry['decision']}{forced} by {who}: "
-                f"{entry.get('reason', '')}  [dim]depth {entry.get('depth')}[/]"
+            self.say(
+                ("reflection", "bold magenta"),
+                f" → {entry.get('decision')}{forced} by {who}: {entry.get('reason', '')}  ",
+                (f"depth {entry.get('depth')}", "dim"),
             )
 
     def _escalate(self, update: Mapping[str, Any]) -> None:
-        self.console.print(f"[yellow]paused[/] ({update.get('stop_reason')})")
+        self.say(("paused", "yellow"), f" ({update.get('stop_reason')})")
 
 
 def _short(text: str, limit: int = 140) -> str:
@@ -97,21 +127,28 @@ def _reason(update: Mapping[str, Any]) -> str:
 
 def print_result(console: Console, result: Result) -> None:
     """The closing lines: outcome, artifacts, and for a pause the question and how to answer."""
-    status = result["status"]
+    status, thread_id = result["status"], result["thread_id"]
     style = {"success": "green", "failed": "red"}.get(status, "yellow")
+    console.print()
     console.print(
-        f"\n[bold {style}]{status}[/] ({result['stop_reason']})  thread {result['thread_id']}"
+        line((status, f"bold {style}"), f" ({result['stop_reason']})  thread {thread_id}")
     )
     for path, info in result["artifacts"].items():
         colour = _STATUS_STYLE.get(info["status"], "white")
-        console.print(f"  [{colour}]{info['status']:>7}[/] {path} ({info['bytes']} bytes)")
+        console.print(
+            line("  ", (f"{info['status']:>7}", colour), f" {path} ({info['bytes']} bytes)")
+        )
     if result["final_answer"]:
-        console.print(f"\n{result['final_answer']}")
+        console.print()
+        console.print(line(result["final_answer"]))
     escalation = result.get("escalation")
     if escalation and status in ("awaiting_input", "budget_exhausted"):
-        console.print(f"\n[bold]question[/]: {escalation['question']}")
+        console.print()
+        console.print(line(("question", "bold"), f": {escalation.get('question')}"))
         for option in escalation.get("suggested_responses") or []:
-            console.print(f"  - {option}")
-        console.print(f'\nanswer with: deepreflect resume {result["thread_id"]} "<answer>"')
+            console.print(line(f"  - {option}"))
+        console.print()
+        console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
     for issue in result["open_issues"][:5]:
-        console.print(f"  [red]open[/] {issue.get('step_id')}: {_short(issue.get('evidence', ''))}")
+        evidence = _short(issue.get("evidence", ""))
+        console.print(line("  ", ("open", "red"), f" {issue.get('step_id')}: {evidence}"))

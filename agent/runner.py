@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -21,6 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.context import Context
 from agent.errors import ConfigError
+from agent.lease import Lease, hold, is_postgres_saver
 from agent.result import Result, build_result
 
 if TYPE_CHECKING:
@@ -37,50 +39,327 @@ def db_location(db: str | None = None) -> str:
     return db or os.environ.get("DEEPREFLECT_DB") or DEFAULT_DB
 
 
-@contextmanager
-def open_checkpointer(db: str | None = None) -> Iterator[BaseCheckpointSaver]:
-    """A checkpointer for ``db``: a SQLite file path, or a ``postgresql://`` URL."""
-    location = db_location(db)
-    if location.startswith(("postgresql://", "postgres://")):
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-        except ImportError as exc:
-            msg = "PostgreSQL threads need `pip install 'deepreflect[postgres]'`"
-            raise ConfigError(msg) from exc
-        import psycopg
+def is_postgres_url(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL server rather than a SQLite file."""
+    return location.startswith(_PG_SCHEMES)
 
-        with ExitStack() as stack:
-            try:
-                pg_saver = stack.enter_context(PostgresSaver.from_conn_string(location))
-                _setup_postgres(pg_saver)
-            except psycopg.Error as exc:
-                msg = f"cannot use PostgreSQL at {_redact(location)}: {str(exc).strip()}"
-                raise ConfigError(msg) from exc
+
+def shown_location(location: str) -> str:
+    """``location`` as messages may print it: a PostgreSQL URL loses its password."""
+    return redact(location) if is_postgres_url(location) else location
+
+
+@contextmanager
+def open_checkpointer(
+    db: str | None = None, *, write: bool = True
+) -> Iterator[BaseCheckpointSaver]:
+    """A checkpointer for ``db``: a SQLite file path, or a ``postgresql://`` URL.
+
+    ``write=False`` is for callers that only read (``show``, ``threads``): a SQLite file this
+    process may not write is then opened read-only instead of refused. Anything wrong with
+    the database itself is a :class:`ConfigError` that names it and says what is wrong.
+    """
+    location = db_location(db)
+    if is_postgres_url(location):
+        with _open_postgres(location) as pg_saver:
             yield pg_saver
         return
-    path = Path(location)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    saver = _sqlite_saver(Path(location), write=write)
+    try:
+        yield saver
+    finally:
+        saver.conn.close()
+
+
+@contextmanager
+def _open_postgres(location: str) -> Iterator[PostgresSaver]:
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError as exc:
+        msg = "PostgreSQL threads need `pip install 'deepreflect[postgres]'`"
+        raise ConfigError(msg) from exc
+    import psycopg
+
+    with ExitStack() as stack:
+        try:
+            pg_saver = stack.enter_context(PostgresSaver.from_conn_string(pg_conninfo(location)))
+            _setup_postgres(pg_saver)
+        except psycopg.Error as exc:
+            raise _postgres_problem(location, exc) from exc
+        yield pg_saver
+
+
+def _postgres_problem(location: str, exc: BaseException) -> ConfigError:
+    msg = f"cannot use PostgreSQL at {redact(location)}: {scrub(str(exc).strip(), location)}"
+    return ConfigError(msg)
+
+
+# ------------------------------------------------------------------ SQLite files
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_NOT_SQLITE = "it is not a SQLite database"
+_DAMAGED = "it is damaged (truncated or corrupt)"
+
+
+def sqlite_header_problem(path: Path) -> str | None:
+    """What the first 100 bytes of ``path`` say is wrong with it; None: missing, empty or sound.
+
+    SQLite reads pages only when it needs them, so a truncated file opens without complaint
+    and fails at the first read of a missing page, in the middle of a listing or a run. The
+    header records the database's size, which catches a truncation before anything runs.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError:
+        return None  # SQLite reports what it cannot open
+    if size == 0:
+        return None  # an empty file is an empty database
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return _NOT_SQLITE
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    counted = header[92:96] == header[24:28]  # the page count is valid (SQLite file format)
+    wal = Path(f"{path}-wal")
+    pending = wal.exists() and wal.stat().st_size > 0  # a checkpoint may still be copying
+    if counted and not pending and pages * page_size > size:
+        return f"it is truncated: its header counts {pages * page_size} bytes, the file has {size}"
+    return None
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why this process cannot write the SQLite file at ``path``; None when it can.
+
+    Asked of the operating system before opening: SQLite opens a file it may not write
+    without complaint and fails at the first write, which would be in the middle of a run.
+    In WAL mode a writer also creates ``-wal`` and ``-shm`` files next to the database.
+    """
+    folder = path.parent
+    if not path.exists():
+        return None if os.access(folder, os.W_OK) else f"its folder {folder} is read-only"
+    if not os.access(path, os.W_OK):
+        return "the file is read-only"
+    sidecars = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    if not os.access(folder, os.W_OK) and not all(os.access(p, os.W_OK) for p in sidecars):
+        return f"its folder {folder} is read-only"
+    return None
+
+
+def _sqlite_saver(path: Path, *, write: bool) -> SqliteSaver:
+    """A saver on the threads file, read-write or (``write=False``) read-only if it must."""
+    try:
+        if path.is_dir():
+            msg = f"the threads database {path} is a directory, not a file: pass a file to --db"
+            raise ConfigError(msg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = (
+            f"cannot create the folder {path.parent} for the threads database {path}: "
+            f"{exc.strerror or exc}"
+        )
+        raise ConfigError(msg) from exc
+    if problem := sqlite_header_problem(path):
+        raise unusable(str(path), problem)
+    reason = read_only_reason(path)
+    if reason and not path.exists():
+        msg = f"there is no threads database at {path}, and none can be created: {reason}"
+        raise ConfigError(msg)
+    if reason and write:
+        msg = (
+            f"the threads database {path} is read-only ({reason}): run, demo and resume "
+            "need to write to it; threads and show can still read it"
+        )
+        raise ConfigError(msg)
+    try:
+        return _open_read_only(path) if reason else _open_for_writing(path)
+    except sqlite3.Error as exc:
+        raise database_problem(str(path), exc) from exc
+
+
+def _open_for_writing(path: Path) -> SqliteSaver:
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
     try:
         _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         saver = SqliteSaver(conn)
         _retry_locked(saver.setup)
-        yield saver
-    finally:
+    except BaseException:
         conn.close()
+        raise
+    return saver
+
+
+def _open_read_only(path: Path) -> SqliteSaver:
+    """Open ``path`` read-only, without setup or a switch to WAL (both would write).
+
+    ``mode=ro`` still needs the ``-shm`` file of a WAL database, which a read-only folder
+    may not have; ``immutable=1`` then reads the file as it is, with no locking at all.
+    """
+    uri = path.absolute().as_uri()
+    for options in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(f"{uri}?{options}", uri=True, check_same_thread=False)
+        try:
+            tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            names = {row[0] for row in tables}
+        except sqlite3.OperationalError:
+            conn.close()
+            if "immutable" in options:
+                raise
+            continue
+        except BaseException:
+            conn.close()
+            raise
+        if not {"checkpoints", "writes"} <= names:
+            conn.close()
+            msg = f"{path} holds no deepreflect threads, and it is read-only so none can be added"
+            raise ConfigError(msg)
+        saver = SqliteSaver(conn)
+        saver.is_setup = True  # what setup() would learn, without its writes:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(writes)")}
+        saver._has_task_path = "task_path" in columns  # a file older than that column
+        return saver
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the threads database (SQLite or PostgreSQL)."""
+    if isinstance(exc, sqlite3.Error):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the SQLite file is not a database or is corrupt: no resume helps."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return isinstance(exc, sqlite3.DatabaseError) and name.startswith(
+        ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+    )
+
+
+# SQLite's error names (Python 3.11+: ``exc.sqlite_errorname``) and what they mean here;
+# True where the file itself is bad, so moving it aside is the way out.
+_SQLITE_PROBLEMS = (
+    ("SQLITE_NOTADB", _NOT_SQLITE, True),
+    ("SQLITE_CORRUPT", _DAMAGED, True),
+    ("SQLITE_READONLY", "this process may not write it", False),
+    ("SQLITE_PERM", "this process may not write it", False),
+    ("SQLITE_CANTOPEN", "it cannot be opened", False),
+)
+
+
+def database_problem(location: str, exc: BaseException) -> ConfigError:
+    """The usage error for a database failure: which database, and what is wrong with it."""
+    if not isinstance(exc, sqlite3.Error):
+        return _postgres_problem(location, exc)
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    what, bad_file = next(
+        ((what, bad) for prefix, what, bad in _SQLITE_PROBLEMS if name.startswith(prefix)),
+        ("it cannot be used", False),
+    )
+    return unusable(location, f"{what} (SQLite: {exc})", bad_file=bad_file)
+
+
+def unusable(location: str, what: str, *, bad_file: bool = True) -> ConfigError:
+    """The usage error for a threads database that cannot serve: which one, and why."""
+    msg = f"the threads database {location} is unusable: {what}"
+    if bad_file:
+        msg += "; move it aside or use another"
+    return ConfigError(msg)
+
+
+# ------------------------------------------------------------------ PostgreSQL
+
+_PG_SCHEMES = ("postgresql://", "postgres://")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)")
+
+
+_USERINFO = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*")
+_HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:/?#\[\]@,]*)(?::\d*)?"
+_HOSTS = re.compile(rf"{_HOST}(?:,{_HOST})*")
+
+
+def _well_formed(userinfo: str | None, hosts: str, path: str, query: str) -> bool:
+    """Whether a URL split as RFC 3986 says is one its writer meant (see split_pg_url)."""
+    return (
+        (userinfo is None or bool(_USERINFO.fullmatch(userinfo)))
+        and bool(_HOSTS.fullmatch(hosts))
+        and "@" not in path
+        and all("=" in pair for pair in query.split("&") if pair)
+    )
+
+
+def split_pg_url(url: str) -> tuple[str, str | None, str]:
+    """``url`` as (``scheme://``, the user info or None, the hosts and everything after).
+
+    A well-formed URL splits where RFC 3986 says. A password with an unencoded ``@ / ? # %``
+    or a space makes the URL malformed: psycopg would read part of the password as a host,
+    a port or a database name and quote it in its error. A malformed URL's user info runs to
+    its last ``@``, which is what its writer meant unless a database name holds an ``@``.
+    """
+    scheme, _, rest = url.partition("://")
+    head = f"{scheme}://"
+    end = next((i for i, char in enumerate(rest) if char in "/?#"), len(rest))
+    authority, tail = rest[:end], urlsplit(rest[end:])
+    userinfo, at, hosts = authority.rpartition("@")
+    if _well_formed(userinfo if at else None, hosts, tail.path, tail.query):
+        return (head, userinfo, rest[len(userinfo) + 1 :]) if at else (head, None, rest)
+    if "@" not in rest:
+        return head, None, rest
+    last = rest.rindex("@")
+    return head, rest[:last], rest[last + 1 :]
+
+
+def _encoded(text: str) -> str:
+    """``text`` percent-encoded once, whether or not it was already (a raw ``%`` is kept)."""
+    return quote(unquote(text), safe="")
+
+
+def pg_conninfo(url: str) -> str:
+    """``url`` with its user info and password parameter percent-encoded as libpq expects.
+
+    An unencoded ``%``, ``@`` or ``/`` in a password otherwise breaks the URL: libpq refuses
+    it and quotes the offending text, the password, in its error message.
+    """
+    head, userinfo, hosts = split_pg_url(url)
+    if userinfo is not None:
+        user, colon, password = userinfo.partition(":")
+        fixed = _encoded(user) + (f":{_encoded(password)}" if colon else "")
+        url = f"{head}{fixed}@{hosts}"
+    return _QUERY_PASSWORD.sub(lambda m: m.group(1) + _encoded(m.group(2)), url)
+
+
+def _passwords(url: str) -> list[str]:
+    """Every password in ``url``, in each form an error message could quote it."""
+    _, userinfo, _ = split_pg_url(url)
+    raw = [m.group(2) for m in _QUERY_PASSWORD.finditer(url)]
+    if userinfo is not None and ":" in userinfo:
+        raw.append(userinfo.partition(":")[2])
+    forms = {form for text in raw for form in (text, unquote(text), _encoded(text)) if form}
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    head, userinfo, hosts = split_pg_url(url)
+    if userinfo is not None:
+        user, colon, _ = userinfo.partition(":")
+        url = f"{head}{user}{':***' if colon else ''}@{hosts}"
+    return _QUERY_PASSWORD.sub(r"\1***", url)
+
+
+def scrub(text: str, location: str) -> str:
+    """``text`` without any password of the database URL ``location`` (psycopg may quote it)."""
+    if not is_postgres_url(location):
+        return text
+    for secret in _passwords(location):
+        text = text.replace(secret, "***")
+    return text
 
 
 # Any fixed 64-bit key ("deeprflc"): processes opening one database take turns at setup().
 _PG_SETUP_LOCK = 0x6465_6570_7266_6C63
-
-
-def _redact(url: str) -> str:
-    """The URL without its password, for error messages."""
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        url = urlunsplit(parts._replace(netloc=netloc))
-    return re.sub(r"(password=)[^&]*", r"\1***", url)
 
 
 def _setup_postgres(saver: PostgresSaver, wait_s: float = 60) -> None:
@@ -139,6 +418,22 @@ def result_of(graph: Graph, thread_id: str) -> Result:
 
 
 OnUpdate = Callable[[str, dict[str, Any]], None]
+# Statuses in which a thread waits for a human answer (design.md, Escalation and resume).
+WAITING = ("awaiting_input", "budget_exhausted")
+
+
+class NotAwaitingAnswer(ConfigError):
+    """An answer sent to a thread that asked nothing: refused, never taken as a new goal."""
+
+
+def answer_refusal(thread_id: str, status: str) -> str | None:
+    """Why an answer cannot go to a thread in ``status``; None when it is waiting for one."""
+    if status in WAITING:
+        return None
+    msg = f"thread {thread_id} is not waiting for an answer (its status is {status})"
+    if status == "running":
+        msg += f"; `deepreflect resume {thread_id}` with no answer continues its stopped run"
+    return f"{msg}; `deepreflect run --thread {thread_id} GOAL` starts a new turn on it"
 
 
 def execute(
@@ -150,9 +445,23 @@ def execute(
 ) -> Result:
     """Run the graph on a thread until it stops or pauses, reporting each node's update.
 
+    The thread is leased for the run: a second writer gets :class:`~agent.lease.ThreadBusy`.
     The planner keeps the run's Context in state, so a thread resumed from another process
     (the CLI) runs with the same models and budgets unless told otherwise.
     """
+    with hold(graph.checkpointer, thread_id) as lease:
+        return _stream(graph, payload, thread_id, context, on_update, lease)
+
+
+def _stream(
+    graph: Graph,
+    payload: dict[str, Any] | None,
+    thread_id: str,
+    context: Context,
+    on_update: OnUpdate | None,
+    lease: Lease,
+) -> Result:
+    """:func:`execute`'s work, for a caller that already holds the thread's lease."""
     config = thread_config(thread_id)
     # durability="sync": each superstep's checkpoint is on disk before the next one starts,
     # so a killed process loses only the steps that were running (LangGraph's default,
@@ -161,6 +470,7 @@ def execute(
         payload, config, context=context, stream_mode="updates", durability="sync"
     )
     for chunk in stream:
+        lease.check()
         for node, update in chunk.items():
             if on_update is not None and isinstance(update, dict):
                 on_update(node, update)
@@ -199,14 +509,22 @@ def resume(
     """Answer a paused thread with a new user message, or, with no answer, continue it.
 
     With no answer an escalated thread pauses again on the same question without calling a
-    model, and a thread whose process died mid-run carries on from its last checkpoint.
+    model, and a thread whose process died mid-run carries on from its last checkpoint. An
+    answer to a thread that is not waiting for one is refused (:class:`NotAwaitingAnswer`):
+    taken as a message it would start a new goal. The thread's status is read under its
+    lease: of two answers sent at once one runs and the other gets ``ThreadBusy``.
     """
-    if not graph.get_state(thread_config(thread_id)).values:
-        msg = f"thread {thread_id!r} does not exist"
-        raise ConfigError(msg)
-    payload = {"messages": [HumanMessage(answer)]} if answer is not None else None
-    ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
-    return execute(graph, payload, thread_id, ctx or Context(), on_update)
+    with hold(graph.checkpointer, thread_id) as lease:
+        values = graph.get_state(thread_config(thread_id)).values
+        if not values:
+            msg = f"thread {thread_id!r} does not exist"
+            raise ConfigError(msg)
+        refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
+        if answer is not None and refusal:
+            raise NotAwaitingAnswer(refusal)
+        payload = {"messages": [HumanMessage(answer)]} if answer is not None else None
+        ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
+        return _stream(graph, payload, thread_id, ctx or Context(), on_update, lease)
 
 
 def _ctx(context: Context | Mapping[str, Any] | None) -> Context:
@@ -215,10 +533,36 @@ def _ctx(context: Context | Mapping[str, Any] | None) -> Context:
     return as_context(context)
 
 
+# Thread ids, the thread with the newest checkpoint first (checkpoint ids grow with time).
+_THREAD_IDS = (
+    "SELECT thread_id FROM checkpoints GROUP BY thread_id ORDER BY max(checkpoint_id) DESC"
+)
+
+
 def list_threads(checkpointer: BaseCheckpointSaver) -> list[str]:
-    """Thread ids known to a checkpointer, newest first."""
+    """Thread ids known to a checkpointer, newest first.
+
+    SQLite and PostgreSQL are asked for the ids alone: listing checkpoints would decode every
+    checkpoint of every thread, and one that cannot be decoded would hide all the others.
+    """
+    if isinstance(checkpointer, SqliteSaver):
+        with checkpointer.cursor(transaction=False) as cur:
+            return [str(row[0]) for row in cur.execute(_THREAD_IDS)]
+    if is_postgres_saver(checkpointer):
+        return [str(row[0]) for row in _postgres_rows(checkpointer, _THREAD_IDS)]
     seen: dict[str, None] = {}
     for item in checkpointer.list(None):
-        thread_id = item.config["configurable"]["thread_id"]
-        seen.setdefault(thread_id, None)
+        seen.setdefault(item.config["configurable"]["thread_id"], None)
     return list(seen)
+
+
+def _postgres_rows(saver: Any, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on a PostgresSaver's connection (or its pool), as tuples."""
+    from psycopg import Connection
+    from psycopg.rows import tuple_row
+
+    if isinstance(saver.conn, Connection):
+        with saver.lock, saver.conn.cursor(row_factory=tuple_row) as cur:
+            return cur.execute(sql).fetchall()
+    with saver.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+        return cur.execute(sql).fetchall()

@@ -1,0 +1,352 @@
+"""One thread, one writer: every run and resume of a thread holds the thread's lease.
+
+Two processes answering one paused thread at once would both continue from the same
+checkpoint and fork the thread, and one answer would be lost. With the lease the second
+writer fails at once with :class:`ThreadBusy` and nothing is written. The lease lives next
+to the checkpoints, so it holds across processes and machines:
+
+- SQLite: a row in ``deepreflect_leases`` in the checkpoints' database file, taken inside
+  ``BEGIN IMMEDIATE`` (one writer at a time, so checking and taking are one atomic step). A
+  heartbeat thread renews the row while the run works. A row whose process is dead (on the
+  same host) or whose time ran out (any host) is free, so a killed process never blocks a
+  later resume.
+- PostgreSQL: a session-level advisory lock on the saver's connection. The server drops it
+  when that connection dies, so a killed process frees it without any timeout of ours.
+- Any other checkpointer (in memory, unknown): a lock inside this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from agent.errors import AgentError, ErrorClass
+
+DEFAULT_TTL_S = 30.0  # a lease nobody renews is free after this long
+TABLE = "deepreflect_leases"
+HOST = socket.gethostname()
+_TRY_AGAIN = "try again when it has stopped"
+_BUSY = f"another run or resume is writing to it; {_TRY_AGAIN}"
+
+
+class ThreadBusy(AgentError):
+    """Another writer holds the thread: this call did nothing, so nothing was lost."""
+
+    def __init__(self, thread_id: str, detail: str = _BUSY) -> None:
+        super().__init__(ErrorClass.TRANSIENT, f"thread {thread_id} is busy: {detail}")
+        self.thread_id = thread_id
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lease and until when (wall-clock seconds, renewed by the heartbeat)."""
+
+    owner: str
+    host: str
+    pid: int
+    expires_at: float
+
+    def describe(self) -> str:
+        """The holder as people read it in the busy message."""
+        return f"process {self.pid} on {self.host} is running or resuming it"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (a zombie counts as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def holder_is_live(
+    holder: Holder, *, now: float, host: str, alive: Callable[[int], bool] = pid_alive
+) -> bool:
+    """Whether ``holder`` still blocks other writers.
+
+    A lease blocks while its time has not run out and, when it was taken on this host, while
+    its process lives: a killed process frees it at once. Its time covers what the pid test
+    cannot see: a holder on another host, or a pid reused by an unrelated process.
+    """
+    if holder.expires_at <= now:
+        return False
+    return holder.host != host or alive(holder.pid)
+
+
+def advisory_key(thread_id: str) -> int:
+    """The signed 64-bit key of the thread's PostgreSQL advisory lock, equal in every process."""
+    digest = hashlib.blake2b(f"deepreflect-lease:{thread_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Lease:
+    """A held lease. :meth:`check` raises :class:`ThreadBusy` once it has been lost."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self.lost = threading.Event()
+
+    def check(self) -> None:
+        """Stop a run whose lease another writer took (this process stalled past the TTL)."""
+        if self.lost.is_set():
+            detail = "another writer took its lease while this process was stalled"
+            raise ThreadBusy(self.thread_id, detail)
+
+
+class _Store(Protocol):
+    """Where leases of one checkpointer live."""
+
+    scope: tuple[Any, ...]  # identity of the store inside this process
+    renews: bool  # whether a heartbeat must renew a held lease
+
+    def acquire(self, thread_id: str, me: Holder) -> None: ...  # raises ThreadBusy
+    def renew(self, thread_id: str, me: Holder) -> bool: ...  # False: the lease was lost
+    def release(self, thread_id: str, me: Holder) -> None: ...
+
+
+class _LocalStore:
+    """No shared store: the in-process lock in :func:`hold` is the whole lease."""
+
+    renews = False
+
+    def __init__(self, checkpointer: object) -> None:
+        self.scope = ("local", id(checkpointer))
+
+    def acquire(self, thread_id: str, me: Holder) -> None:
+        return None
+
+    def renew(self, thread_id: str, me: Holder) -> bool:
+        return True
+
+    def release(self, thread_id: str, me: Holder) -> None:
+        return None
+
+
+class _SqliteStore:
+    """Lease rows in the checkpoints' SQLite file, on a connection of the lease's own."""
+
+    renews = True
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.scope = ("sqlite", os.path.realpath(path))
+        self.conn: sqlite3.Connection | None = None
+        self.lock = threading.Lock()  # the heartbeat and release share the connection
+
+    def acquire(self, thread_id: str, me: Holder) -> None:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, "
+                "owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, "
+                "expires_at REAL NOT NULL)"
+            )
+            row = conn.execute(
+                f"SELECT owner, host, pid, expires_at FROM {TABLE} WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is not None:
+                holder = Holder(str(row[0]), str(row[1]), int(row[2]), float(row[3]))
+                if holder_is_live(holder, now=time.time(), host=HOST):
+                    raise ThreadBusy(thread_id, f"{holder.describe()}; {_TRY_AGAIN}")
+            conn.execute(
+                f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+                (thread_id, me.owner, me.host, me.pid, me.expires_at),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.close()  # closing rolls the open transaction back
+            raise
+        self.conn = conn
+
+    def renew(self, thread_id: str, me: Holder) -> bool:
+        with self.lock:
+            if self.conn is None:
+                return False
+            cur = self.conn.execute(
+                f"UPDATE {TABLE} SET expires_at = ? WHERE thread_id = ? AND owner = ?",
+                (me.expires_at, thread_id, me.owner),
+            )
+            return cur.rowcount == 1
+
+    def release(self, thread_id: str, me: Holder) -> None:
+        # A row left behind (the delete failed) names this process, which is about to be
+        # gone or is done with the thread: pid test and TTL free it.
+        with self.lock, suppress(sqlite3.Error):
+            if self.conn is not None:
+                self.conn.execute(
+                    f"DELETE FROM {TABLE} WHERE thread_id = ? AND owner = ?",
+                    (thread_id, me.owner),
+                )
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+class _PostgresStore:
+    """A session-level advisory lock, held on the saver's connection (or one from its pool).
+
+    The saver's own connection lives as long as the process uses the saver, so it needs no
+    connection of its own (PostgreSQL's connection slots are scarce under load). A session
+    may take one advisory lock twice, which :func:`hold`'s in-process lock rules out.
+    """
+
+    renews = False
+
+    def __init__(self, saver: Any) -> None:
+        from psycopg import Connection
+
+        self.saver = saver
+        self.pool = None if isinstance(saver.conn, Connection) else saver.conn
+        self.scope = ("postgres", id(saver.conn))
+        self.session: Any = None
+
+    def _execute(self, sql: str, key: int) -> Any:
+        from psycopg.rows import tuple_row
+
+        lock = self.saver.lock if self.pool is None else nullcontext()
+        with lock, self.session.cursor(row_factory=tuple_row) as cur:
+            row = cur.execute(sql, (key,)).fetchone()
+        return row[0] if row else None
+
+    def acquire(self, thread_id: str, me: Holder) -> None:
+        self.session = self.saver.conn if self.pool is None else self.pool.getconn()
+        try:
+            got = self._execute("SELECT pg_try_advisory_lock(%s)", advisory_key(thread_id))
+        except BaseException:
+            self._return_session()
+            raise
+        if not got:
+            self._return_session()
+            raise ThreadBusy(thread_id)
+
+    def renew(self, thread_id: str, me: Holder) -> bool:
+        return True
+
+    def release(self, thread_id: str, me: Holder) -> None:
+        import psycopg
+
+        # If the connection died the server has already dropped the lock with it.
+        with suppress(psycopg.Error):
+            self._execute("SELECT pg_advisory_unlock(%s)", advisory_key(thread_id))
+        self._return_session()
+
+    def _return_session(self) -> None:
+        if self.pool is not None and self.session is not None:
+            self.pool.putconn(self.session)
+        self.session = None
+
+
+def sqlite_file(conn: sqlite3.Connection) -> str | None:
+    """The file behind a SQLite connection; None for an in-memory or unreadable one."""
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.Error:  # ProgrammingError too: a connection bound to another thread
+        return None
+    return next((str(file) for _, name, file in rows if name == "main" and file), None)
+
+
+def is_postgres_saver(checkpointer: object) -> bool:
+    """Whether ``checkpointer`` is a sync PostgresSaver (False when the extra is missing)."""
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return False
+    return isinstance(checkpointer, PostgresSaver)
+
+
+def store_for(checkpointer: object) -> _Store:
+    """Where the leases of ``checkpointer``'s threads live (see the module docstring)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(checkpointer, SqliteSaver):
+        with checkpointer.lock:
+            path = sqlite_file(checkpointer.conn)
+        if path:
+            return _SqliteStore(path)
+    if is_postgres_saver(checkpointer):
+        return _PostgresStore(checkpointer)
+    return _LocalStore(checkpointer)
+
+
+_HELD: set[tuple[Any, ...]] = set()
+_HELD_LOCK = threading.Lock()
+
+
+def _claim_here(key: tuple[Any, ...]) -> bool:
+    """Take ``key`` inside this process; False when another thread of it holds it."""
+    with _HELD_LOCK:
+        if key in _HELD:
+            return False
+        _HELD.add(key)
+        return True
+
+
+def _heartbeat(store: _Store, lease: Lease, me: Holder, ttl_s: float) -> Callable[[], None]:
+    """Renew the lease every third of its TTL until the returned ``stop`` is called."""
+    stopped = threading.Event()
+
+    def beat() -> None:
+        while not stopped.wait(ttl_s / 3):
+            try:
+                renewed = store.renew(lease.thread_id, replace(me, expires_at=time.time() + ttl_s))
+            except sqlite3.Error:  # locked for a while: try again at the next beat
+                continue
+            if not renewed:
+                lease.lost.set()
+                return
+
+    thread = threading.Thread(target=beat, name=f"lease {lease.thread_id}", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join()
+
+    return stop
+
+
+@contextmanager
+def hold(checkpointer: object, thread_id: str, *, ttl_s: float = DEFAULT_TTL_S) -> Iterator[Lease]:
+    """Hold ``thread_id``'s lease for the block; :class:`ThreadBusy` at once if it is taken.
+
+    Nothing waits for a busy thread: the caller learns at once that someone else is writing
+    to it and can try again, instead of continuing from a checkpoint that is going stale.
+    """
+    store = store_for(checkpointer)
+    key = (*store.scope, thread_id)
+    if not _claim_here(key):
+        raise ThreadBusy(thread_id)
+    try:
+        me = Holder(uuid.uuid4().hex, HOST, os.getpid(), time.time() + ttl_s)
+        store.acquire(thread_id, me)
+        lease = Lease(thread_id)
+        stop = _heartbeat(store, lease, me, ttl_s) if store.renews else None
+        try:
+            yield lease
+        finally:
+            if stop is not None:
+                stop()
+            store.release(thread_id, me)
+    finally:
+        with _HELD_LOCK:
+            _HELD.discard(key)
