@@ -100,7 +100,8 @@ def _check_models(ctx: Context) -> None:
     for spec in {ctx.model, ctx.planner_model, ctx.subagent_model, ctx.critic_model} - {None}:
         load_model(spec)  # type: ignore[arg-type]
     if problems := ctx.validate():
-        raise ConfigError("; ".join(problems))
+        msg = "; ".join(problems)
+        raise ConfigError(msg)
 
 
 class RunStopped(Exception):
@@ -164,8 +165,9 @@ def _state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
     except Exception as exc:
         if is_database_error(exc):
             raise  # the database, not this thread: _failure names it
-        msg = f"thread {thread_id!r} in {shown_location(db_location(db))} cannot be read: "
-        raise ConfigError(msg + describe(exc)) from exc
+        where = shown_location(db_location(db))
+        msg = f"thread {thread_id!r} in {where} cannot be read: {describe(exc)}"
+        raise ConfigError(msg) from exc
     if not values:
         raise _not_found(thread_id, db)
     return dict(values)
@@ -271,7 +273,7 @@ def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
         # Outside a run the database is the problem; inside one only a damaged file is
         # (resuming continues a run that lost its connection, not one whose file is corrupt).
         if not isinstance(exc, RunStopped) or is_damaged(cause):
-            return EXIT_USAGE, "error", str(database_problem(shown_location(location), cause))
+            return EXIT_USAGE, "error", str(database_problem(location, cause))
     if isinstance(exc, RunStopped) and cause is not None:
         hint = f"; the checkpoint is kept: `deepreflect resume {exc.thread_id}` continues it"
         return EXIT_FAILED, "run stopped", f"({classify(cause).value}): {describe(cause)}{hint}"

@@ -11,7 +11,8 @@ to the checkpoints, so it holds across processes and machines:
   same host) or whose time ran out (any host) is free, so a killed process never blocks a
   later resume.
 - PostgreSQL: a session-level advisory lock on the saver's connection. The server drops it
-  when that connection dies, so a killed process frees it without any timeout of ours.
+  when that connection dies: at once for a killed process, within about 25 seconds for a
+  machine that vanished (the session's TCP keepalive), without any timeout of ours.
 - Any other checkpointer (in memory, unknown): a lock inside this process.
 """
 
@@ -202,6 +203,17 @@ class _SqliteStore:
             self.conn = None
 
 
+# The server keeps a session, and its locks, until it notices the client is gone: at once
+# for a killed process, but only after TCP keepalive for a machine that lost power or its
+# network (hours by default). These session settings make that about 25 seconds.
+_PG_TRY_LOCK = (
+    "SELECT set_config('tcp_keepalives_idle', '10', false), "
+    "set_config('tcp_keepalives_interval', '5', false), "
+    "set_config('tcp_keepalives_count', '3', false), "
+    "pg_try_advisory_lock(%s)"
+)
+
+
 class _PostgresStore:
     """A session-level advisory lock, held on the saver's connection (or one from its pool).
 
@@ -226,12 +238,14 @@ class _PostgresStore:
         lock = self.saver.lock if self.pool is None else nullcontext()
         with lock, self.session.cursor(row_factory=tuple_row) as cur:
             row = cur.execute(sql, (key,)).fetchone()
-        return row[0] if row else None
+            if not self.session.autocommit:  # a session lock outlives the transaction,
+                self.session.commit()  # which must not stay open for the whole run
+        return row[-1] if row else None
 
     def acquire(self, thread_id: str, me: Holder) -> None:
         self.session = self.saver.conn if self.pool is None else self.pool.getconn()
         try:
-            got = self._execute("SELECT pg_try_advisory_lock(%s)", advisory_key(thread_id))
+            got = self._execute(_PG_TRY_LOCK, advisory_key(thread_id))
         except BaseException:
             self._return_session()
             raise

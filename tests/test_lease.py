@@ -298,6 +298,31 @@ def test_two_postgres_savers_cannot_hold_one_thread_and_a_dead_connection_frees_
             _poll(taken, "the server never released the lock of a closed connection")
 
 
+def test_a_pooled_postgres_saver_holds_the_lease_outside_any_open_transaction(postgres_url):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool
+
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    with ConnectionPool(url, min_size=1, max_size=2) as pool:  # autocommit off, as by default
+        with PostgresSaver.from_conn_string(url) as other:
+            with hold(PostgresSaver(pool), "t"):
+                with pytest.raises(ThreadBusy, match="thread t is busy"):
+                    with hold(other, "t"):
+                        pass
+                query = (
+                    "SELECT state FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                states = [row["state"] for row in other.conn.execute(query).fetchall()]
+                assert states and "idle in transaction" not in states
+            with hold(other, "t"):  # released, and its connection is back in the pool
+                pass
+            assert pool.get_stats()["pool_available"] >= 1
+
+
 # ------------------------------------------------------------------------ real processes
 
 
