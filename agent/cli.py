@@ -35,6 +35,7 @@ from agent.runner import (
     shown_location,
     thread_config,
 )
+from agent.sandbox import weaker_isolation_warning
 from agent.scenarios import SCENARIOS
 
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
@@ -120,8 +121,13 @@ class RunStopped(Exception):
 def _running(thread_id: str) -> Iterator[None]:
     """Mark errors of the block as a run that stopped on ``thread_id``.
 
-    A usage error or a busy thread keeps its own meaning: nothing ran.
+    A usage error or a busy thread keeps its own meaning: nothing ran. A run under the
+    weaker process sandbox says so first, on stderr (``--json`` output stays clean).
     """
+    if warning := weaker_isolation_warning():
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            line(("warning", "yellow"), ": ", warning)
+        )
     try:
         yield
     except (ConfigError, ThreadBusy):

@@ -24,6 +24,7 @@ from agent.context import Context
 from agent.errors import ConfigError
 from agent.lease import Lease, hold, is_postgres_saver
 from agent.result import Result, build_result
+from agent.state import bounded_message
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -494,7 +495,8 @@ def run(
 ) -> Result:
     """Start a turn on a thread (a new one unless ``thread_id`` is given) and run it to a stop."""
     thread_id = thread_id or str(uuid.uuid4())
-    payload = {"messages": [HumanMessage(goal)]}
+    # an oversized goal is cut before LangGraph stores its input (it is rejected anyway)
+    payload = {"messages": [bounded_message(HumanMessage(goal))]}
     return execute(graph, payload, thread_id, _ctx(context), on_update)
 
 
@@ -522,7 +524,8 @@ def resume(
         refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
         if answer is not None and refusal:
             raise NotAwaitingAnswer(refusal)
-        payload = {"messages": [HumanMessage(answer)]} if answer is not None else None
+        message = bounded_message(HumanMessage(answer)) if answer is not None else None
+        payload = {"messages": [message]} if message is not None else None
         ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
         return _stream(graph, payload, thread_id, ctx or Context(), on_update, lease)
 

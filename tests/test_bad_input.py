@@ -353,16 +353,14 @@ def _wal_graph(tmp_path: Path, roles: dict[str, Any]):
     return build_graph(models=roles, checkpointer=saver, retry_policy=None), conn, path
 
 
-def test_a_rejected_ten_megabyte_goal_is_stored_twice_at_most_and_never_in_state(tmp_path):
+def test_a_rejected_ten_megabyte_goal_through_run_stores_only_its_placeholder(tmp_path):
     roles = models([step("S1", "a.md")], [END])
     graph, conn, path = _wal_graph(tmp_path, roles)
     result = run(graph, "x" * TEN_MB, context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
     stored = _stored_bytes(conn, path)
-    # LangGraph saves the input twice before any node runs (the input checkpoint and the
-    # write of its __start__ task); before the cut every checkpoint held a copy (50 MB)
-    print(f"\nrejected 10 MB goal: {stored:,} bytes in SQLite ({stored / TEN_MB:.2f}x)")
-    assert stored < 2.1 * TEN_MB
+    print(f"\nrejected 10 MB goal via run(): {stored:,} bytes in SQLite")
+    assert stored < 200_000  # run() cuts it before LangGraph stores the input
 
     state = values(graph)
     first = state["messages"][0]
@@ -379,6 +377,17 @@ def test_a_rejected_ten_megabyte_goal_is_stored_twice_at_most_and_never_in_state
     latest = conn.execute("SELECT max(length(checkpoint)) FROM checkpoints").fetchone()[0]
     assert latest < 3 * TEN_MB  # sanity: the copies above are all there is
     assert second_turn_succeeds(graph)
+
+
+def test_a_rejected_ten_megabyte_goal_sent_raw_is_stored_twice_at_most(tmp_path):
+    graph, conn, path = _wal_graph(tmp_path, models([step("S1", "a.md")], [END]))
+    graph.invoke({"messages": [HumanMessage("x" * TEN_MB)]}, thread_config("t"), context=ctx())
+    assert values(graph)["stop_reason"] == "invalid_input"
+    stored = _stored_bytes(conn, path)
+    # LangGraph saves the input twice before any node runs (the input checkpoint and the
+    # write of its __start__ task); before the cut every checkpoint held a copy (50 MB)
+    print(f"\nrejected raw 10 MB goal: {stored:,} bytes in SQLite ({stored / TEN_MB:.2f}x)")
+    assert stored < 2.1 * TEN_MB
 
 
 def test_a_pre_cut_goal_costs_nothing_beyond_its_placeholder(tmp_path):

@@ -36,6 +36,21 @@ def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path)
     assert "success (end)" in out
 
 
+def test_a_run_under_the_weaker_sandbox_warns_on_stderr_and_keeps_json_clean(tmp_path):
+    weaker = cli(
+        "demo", "--json", db=tmp_path / "a.sqlite", env_extra={"DEEPREFLECT_SANDBOX": "process"}
+    )
+    assert weaker.returncode == 0, weaker.stderr
+    assert "warning: generated code runs in the weaker process sandbox" in weaker.stderr
+    assert json.loads(weaker.stdout)["status"] == "success"
+
+    kernel = cli(
+        "demo", "--json", db=tmp_path / "b.sqlite", env_extra={"DEEPREFLECT_SANDBOX": "kernel"}
+    )
+    if kernel.returncode == 0:  # bubblewrap usable here
+        assert "warning" not in kernel.stderr
+
+
 def test_escalation_exits_3_and_a_new_process_resumes_it(threads_db):
     paused = cli("demo", "--scenario", "escalation", db=threads_db)
     assert paused.returncode == 3, paused.stderr

@@ -22,8 +22,8 @@ __all__ = ["IsolationLevel", "SandboxUnavailable", "isolation_level", "weaker_is
 IsolationLevel = Literal["kernel", "process"]
 ENV = "DEEPREFLECT_SANDBOX"
 WARNING = (
-    "warning: bubblewrap (bwrap) is not available, so generated code ran in the weaker "
-    "process sandbox; install bubblewrap for kernel isolation"
+    "generated code runs in the weaker process sandbox, not a kernel sandbox "
+    "(bubblewrap is not usable here, or DEEPREFLECT_SANDBOX=process): see README, Security"
 )
 
 
