@@ -33,10 +33,11 @@ def command(folder: Path, *, root: bool, disk_bytes: int, env: Mapping[str, str]
     else:
         args += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
     args += _system_mounts()
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    # the private /tmp first: an interpreter or virtualenv under /tmp (CI's) is mounted on it
+    args += ["--perms", "01777", "--size", str(disk_bytes), "--tmpfs", "/tmp"]
     for prefix in _interpreter_roots():
         args += _traversable_parents(prefix) + ["--ro-bind", prefix, prefix]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--perms", "01777", "--size", str(disk_bytes), "--tmpfs", "/tmp"]
     args += ["--ro-bind", str(folder), SOURCE]
     args += ["--perms", "0755", "--size", str(disk_bytes), "--tmpfs", str(folder)]
     args += ["--chdir", str(folder), "--clearenv", "--new-session"]
@@ -51,7 +52,7 @@ def _traversable_parents(path: str) -> list[str]:
     args: list[str] = []
     parent = Path(path).parent
     for folder in reversed([parent, *parent.parents]):
-        if str(folder) not in ("/", "/usr"):
+        if str(folder) not in ("/", "/usr", "/tmp"):  # /tmp: the private tmpfs, 01777
             args += ["--perms", "0755", "--dir", str(folder)]
     return args
 
