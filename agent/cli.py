@@ -12,13 +12,12 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.context import Context
+from agent.context import Context, as_context
 from agent.errors import ConfigError, classify, describe
 from agent.eval import evaluate, print_report
 from agent.graph import build_graph
 from agent.lease import ThreadBusy
 from agent.models import load_model
-from agent.nodes import as_context
 from agent.progress import Progress, line, print_result
 from agent.result import Result, build_result
 from agent.runner import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
@@ -195,3 +196,13 @@ def _type_problem(value: object, hint: Any) -> str | None:
 def context_fields() -> list[str]:
     """Names of the configurable fields, for the CLI and docs."""
     return [f.name for f in fields(Context)]
+
+
+def as_context(value: Any) -> Context:
+    """The run's Context, whether LangGraph passed a dataclass, a dict or nothing."""
+    if isinstance(value, Context):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in fields(Context)}
+        return Context(**{k: v for k, v in value.items() if k in known})
+    return Context()

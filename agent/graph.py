@@ -1,14 +1,18 @@
 """The deep-agent graph, wired exactly as the diagram in design.md.
 
 START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
-             └──(nothing ready)──────────► reflection  ├─ end ─► finalize ─► END
-                                                       └─ escalate ─► (pause) ─► planner
+             ├──(nothing ready)──────────► reflection  ├─ end / fail ─► finalize ─► END
+             ├──(paused, no answer)─► escalate          └─ escalate ─► (pause) ─► planner
+             └──(invalid input)─► finalize
+
+The planner and reflection route with ``Command``: each returns the one destination its
+decision names, declared below so that ``graph.get_graph()`` and Studio draw every edge.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -18,8 +22,17 @@ from langgraph.types import RetryPolicy
 
 from agent.context import Context
 from agent.errors import is_transient
-from agent.nodes import Nodes
+from agent.nodes import (
+    PLANNER_DESTINATIONS,
+    REFLECTION_DESTINATIONS,
+    Planner,
+    Reflection,
+    Subagent,
+    escalate,
+    finalize,
+)
 from agent.reflection import RULES, Rule
+from agent.roles import Roles
 from agent.state import InputState, State, SubagentTask
 from agent.subagents import SubAgent, build_registry
 
@@ -55,32 +68,33 @@ def build_graph(
         state_schema: ``State`` or a subclass adding keys of your own.
         reflection_rules: the rules reflection applies before asking the model, in order.
     """
-    nodes = Nodes(
-        registry=build_registry(subagents),
-        models=models,
-        max_tool_turns=max_tool_turns,
-        rules=reflection_rules,
-    )
+    roles = Roles(build_registry(subagents), models)
+    planner = Planner(roles)
+    subagent = Subagent(roles, max_tool_turns)
+    reflection = Reflection(roles, reflection_rules)
 
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
-    # add_node's overloads want a TypedDict-like state; planner and reflection take a Mapping
-    # on purpose (StateView in agent/nodes.py), hence the two ignores.
-    builder.add_node("planner", nodes.planner, retry_policy=retry_policy)  # type: ignore[call-overload]
+    # add_node's overloads want a TypedDict-like state; the nodes take a Mapping on purpose
+    # (StateView in agent/nodes.py), hence the Any.
+    planner_node: Any = planner.node
+    reflection_node: Any = reflection.node
     builder.add_node(
-        "subagent", nodes.subagent, input_schema=SubagentTask, retry_policy=retry_policy
+        "planner", planner_node, retry_policy=retry_policy, destinations=PLANNER_DESTINATIONS
     )
-    builder.add_node("reflection", nodes.reflection, retry_policy=retry_policy)  # type: ignore[call-overload]
-    builder.add_node("escalate", nodes.escalate)
-    builder.add_node("finalize", nodes.finalize)
+    builder.add_node(
+        "subagent", subagent.node, input_schema=SubagentTask, retry_policy=retry_policy
+    )
+    builder.add_node(
+        "reflection",
+        reflection_node,
+        retry_policy=retry_policy,
+        destinations=REFLECTION_DESTINATIONS,
+    )
+    builder.add_node("escalate", cast(Any, escalate))
+    builder.add_node("finalize", cast(Any, finalize))
 
     builder.add_edge(START, "planner")
-    builder.add_conditional_edges(
-        "planner", nodes.route_after_planner, ["subagent", "reflection", "escalate", "finalize"]
-    )
     builder.add_edge("subagent", "reflection")
-    builder.add_conditional_edges(
-        "reflection", nodes.route_after_reflection, ["planner", "escalate", "finalize"]
-    )
     builder.add_edge("escalate", "planner")
     builder.add_edge("finalize", END)
 

@@ -6,13 +6,15 @@ decides is the model asked, and its answer is validated by :func:`validate_decis
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent.budget import budget_left
+from agent.context import Context
+from agent.models import total_tokens
 from agent.plan import is_done, pending_steps, plan_actual_diff, ready_steps
 from agent.vfs import summarize_files
 
@@ -51,7 +53,7 @@ class Decision:
 
 @dataclass
 class Situation:
-    """What the rules look at, gathered from state once."""
+    """What the rules look at, gathered from state once (:func:`situation_from_state`)."""
 
     goal: str
     plan: dict[str, Any] | None
@@ -64,14 +66,15 @@ class Situation:
     turn_events: list[dict[str, Any]]
     exhausted: str | None = None
     strict_end: bool = True
+    ready: list[dict[str, Any]] = field(init=False)
+    """The plan's steps that could run now, computed once."""
+
+    def __post_init__(self) -> None:
+        self.ready = ready_steps(self.plan, self.files)
 
     @property
     def round_events(self) -> list[dict[str, Any]]:
         return [e for e in self.turn_events if e.get("round") == self.step]
-
-    @property
-    def ready(self) -> list[dict[str, Any]]:
-        return ready_steps(self.plan, self.files)
 
     @property
     def defects(self) -> list[str]:
@@ -88,26 +91,37 @@ class Situation:
         return sorted(p for p, e in self.files.items() if e.get("status") == "done")
 
 
-def budget_exhausted(
-    *,
-    turn: Mapping[str, Any],
-    tokens_used: int,
-    step: int,
-    token_budget: int,
-    time_budget_s: float,
-    max_steps: int,
-    now: float | None = None,
-) -> str | None:
-    """Which budget of this user turn is spent, if any (seed 001: save state and stop)."""
-    if tokens_used - int(turn.get("start_tokens", 0)) >= token_budget:
-        return "token_budget"
-    if (now if now is not None else time.time()) - float(
-        turn.get("started_at", 0)
-    ) >= time_budget_s:
-        return "time_budget"
-    if step - int(turn.get("start_step", 0)) >= max_steps:
-        return "step_budget"
-    return None
+def situation_from_state(
+    state: Mapping[str, Any], ctx: Context, *, now: float | None = None
+) -> Situation:
+    """The one place a :class:`Situation` is built, for reflection and for the escalations
+    decided elsewhere (an invalid plan, a model error) alike."""
+    turn = state.get("turn") or {}
+    decisions = state.get("decisions") or []
+    start = int(turn.get("start_step", 0))
+    step = int(state.get("step") or 0)
+    budget = budget_left(
+        turn=turn,
+        tokens_used=total_tokens(state.get("usage")),
+        step=step,
+        token_budget=ctx.token_budget,
+        time_budget_s=ctx.time_budget_s,
+        max_steps=ctx.max_steps,
+        now=now,
+    )
+    return Situation(
+        goal=state.get("goal", ""),
+        plan=state.get("plan"),
+        files=state.get("files") or {},
+        step=step,
+        depth=int(state.get("reflection_depth") or 0),
+        cap=ctx.depth_cap(),
+        dispatched=list(state.get("dispatch") or []),
+        previous_defects=list(decisions[-1].get("defects", [])) if decisions else [],
+        turn_events=[e for e in state.get("trajectory") or [] if e.get("round", 0) > start],
+        exhausted=budget.exhausted,
+        strict_end=ctx.strict_end,
+    )
 
 
 # ---------------------------------------------------------------------------- the rules
@@ -237,13 +251,23 @@ def decide_by_rule(s: Situation, rules: Sequence[Rule] = RULES) -> Decision | No
     return None
 
 
+def visible_files(s: Situation) -> dict[str, Mapping[str, Any]]:
+    """The files reflection is shown: subagents name their scratch files, so only their
+    number is shown, not their names (critiques stay, they are the step's open issues)."""
+    return {
+        p: e for p, e in s.files.items() if not p.startswith("work/") or e.get("kind") == "critique"
+    }
+
+
+def file_summaries(s: Situation) -> dict[str, dict[str, Any]]:
+    """Exactly the summaries reflection sees (stored as ``file_summaries`` for Studio)."""
+    return summarize_files(visible_files(s), s.step)
+
+
 def reflection_input(s: Situation) -> dict[str, Any]:
     """The model's whole view: goal, plan, summaries and diff — never file contents."""
     plan = s.plan or {"version": 0, "steps": []}
-    # subagents name their scratch files: show their number, not their names (critiques stay)
-    visible = {
-        p: e for p, e in s.files.items() if not p.startswith("work/") or e.get("kind") == "critique"
-    }
+    visible = visible_files(s)
     return {
         "goal": s.goal,
         "plan": {
@@ -259,7 +283,7 @@ def reflection_input(s: Situation) -> dict[str, Any]:
                 for st in plan.get("steps", [])
             ],
         },
-        "files": summarize_files(visible, s.step),
+        "files": file_summaries(s),
         "diff": plan_actual_diff(plan, visible),
         "scratch_files": len(s.files) - len(visible),
         "ready_steps": [st["step_id"] for st in s.ready],

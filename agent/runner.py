@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from agent.context import Context
+from agent.context import Context, as_context
 from agent.errors import ConfigError
 from agent.lease import Lease, hold, is_postgres_saver
 from agent.result import Result, build_result
@@ -531,8 +531,6 @@ def resume(
 
 
 def _ctx(context: Context | Mapping[str, Any] | None) -> Context:
-    from agent.nodes import as_context
-
     return as_context(context)
 
 

@@ -120,6 +120,9 @@ class State(TypedDict, total=False):
     """Every action taken: actor, action, parameter summary, observation, check result."""
     dispatch: list[str]
     """Step ids the planner sent to subagents in this round."""
+    plan_request: dict[str, Any] | None
+    """Why the planner is to plan (``reason``) and the human's ``answer``, if any: set by
+    whoever sends the thread to the planner for a (new) plan, cleared once it is planned."""
     turn: dict[str, Any]
     """Where the current user turn began (time, step, tokens, message) for its budgets."""
     context: dict[str, Any]

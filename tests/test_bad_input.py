@@ -27,8 +27,10 @@ from langgraph.runtime import Runtime
 from agent import Context, ScriptedChatModel, build_graph, run
 from agent.cli import main
 from agent.models import tool_call
-from agent.nodes import Nodes
+from agent.nodes import Reflection, Subagent
 from agent.plan import STEP_ID, parse_plan
+from agent.reflection import RULES
+from agent.roles import Roles
 from agent.runner import thread_config
 from agent.state import CUT_KEY, MAX_GOAL_CHARS, PREVIEW_CHARS, bounded_message, bounded_messages
 from agent.subagents import build_registry
@@ -312,14 +314,18 @@ def _runtime(**fields: Any) -> Runtime[Context]:
 
 def test_reflection_and_subagents_refuse_a_bad_context_too():
     """A run resumed mid-round with another Context never reaches the planner's check."""
-    nodes = Nodes(registry=build_registry(), models={"default": ScriptedChatModel([])})
-    update = nodes.reflection({"turn": {"started_at": 0.0}}, _runtime(time_budget_s="soon"))
+    roles = Roles(build_registry(), {"default": ScriptedChatModel([])})
+    command = Reflection(roles, RULES).node(
+        {"turn": {"started_at": 0.0}}, _runtime(time_budget_s="soon")
+    )
+    assert command.goto == "finalize"
+    update = command.update
     assert (update["status"], update["stop_reason"]) == ("failed", "invalid_input")
     assert "time_budget_s must be a finite number" in update["decisions"][-1]["reason"]
 
     task = {"step": step("S1", "a.md"), "goal": "g", "inputs": {}, "round": 1}
     task |= {"token_allowance": 10, "time_allowance_s": 1.0}
-    event = nodes.subagent(task, _runtime(max_revisions="2"))["trajectory"][0]  # type: ignore[arg-type]
+    event = Subagent(roles, 12).node(task, _runtime(max_revisions="2"))["trajectory"][0]  # type: ignore[arg-type]
     assert (event["action"], event["error_class"]) == ("error", "invalid_input")
     assert "max_revisions must be an integer" in event["observation"]
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 
+from agent.budget import budget_left
+from agent.context import Context
 from agent.reflection import (
     Decision,
     Situation,
-    budget_exhausted,
     decide_by_rule,
     failed_round,
     reflection_input,
+    situation_from_state,
     validate_decision,
 )
 from agent.vfs import file_entry
@@ -138,11 +140,52 @@ def test_reflection_input_carries_summaries_not_contents():
     assert view["diff"]["expected_not_produced"] == ["b.md"]
 
 
-def test_budget_exhausted_names_the_spent_budget():
+def test_budget_left_names_the_spent_budget():
     turn = {"started_at": time.time(), "start_step": 2, "start_tokens": 100}
     common = {"token_budget": 1000, "time_budget_s": 60, "max_steps": 5}
-    assert budget_exhausted(turn=turn, tokens_used=1100, step=3, **common) == "token_budget"
-    assert budget_exhausted(turn=turn, tokens_used=200, step=7, **common) == "step_budget"
-    late = turn["started_at"] + 61
-    assert budget_exhausted(turn=turn, tokens_used=200, step=3, now=late, **common) == "time_budget"
-    assert budget_exhausted(turn=turn, tokens_used=200, step=3, **common) is None
+
+    def spent(**kw):
+        return budget_left(turn=turn, **common, **kw).exhausted
+
+    assert spent(tokens_used=1100, step=3) == "token_budget"
+    assert spent(tokens_used=200, step=7) == "step_budget"
+    assert spent(tokens_used=200, step=3, now=turn["started_at"] + 61) == "time_budget"
+    assert spent(tokens_used=200, step=3) is None
+
+
+def test_dispatch_allowances_come_from_the_same_budget():
+    turn = {"started_at": 100.0, "start_step": 0, "start_tokens": 0}
+    left = budget_left(
+        turn=turn,
+        tokens_used=400,
+        step=1,
+        token_budget=1000,
+        time_budget_s=60,
+        max_steps=5,
+        now=130.0,
+    )
+    assert (left.tokens, left.seconds, left.steps) == (600, 30.0, 4)
+    assert left.token_allowance(4) == 150 and left.time_allowance() == 30.0
+    spent = budget_left(
+        turn=turn,
+        tokens_used=5000,
+        step=1,
+        token_budget=1000,
+        time_budget_s=60,
+        max_steps=5,
+        now=500.0,
+    )
+    assert spent.token_allowance(4) == 1 and spent.time_allowance() == 1.0
+
+
+def test_the_situation_is_built_once_with_the_real_depth_cap_and_budget():
+    state = {
+        "goal": "g",
+        "plan": {"version": 1, "steps": [step("S1", "a.md")]},
+        "turn": {"started_at": 100.0, "start_step": 0, "start_tokens": 0},
+        "usage": {"planner": {"total_tokens": 2000}},
+        "step": 1,
+    }
+    s = situation_from_state(state, Context(workload="coding", token_budget=1000), now=101.0)
+    assert s.cap == 5 and s.exhausted == "token_budget"
+    assert [st["step_id"] for st in s.ready] == ["S1"]

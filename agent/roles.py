@@ -1,0 +1,48 @@
+"""Which model plays which role: one lookup for the planner, reflection, the judge and the
+subagents, from ``build_graph(models=...)``, the subagent's own model and the run's Context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agent.context import Context
+from agent.models import Metered, load_model
+from agent.subagents import SubAgent
+
+__all__ = ["Roles"]
+
+
+class Roles:
+    """The models ``build_graph`` got and the registered subagents."""
+
+    def __init__(
+        self,
+        registry: Mapping[str, SubAgent],
+        models: Mapping[str, BaseChatModel | str] | None = None,
+    ) -> None:
+        self.registry = dict(registry)
+        self.models = dict(models or {})
+
+    def model_for(self, role: str, ctx: Context) -> BaseChatModel:
+        """Explicit override, the subagent's own model, ``default``, then the Context."""
+        if role in self.models:
+            return load_model(self.models[role], role)
+        spec = self.registry.get(role)
+        if spec and spec.get("model") is not None:
+            return load_model(spec["model"], role)
+        if "default" in self.models:
+            return load_model(self.models["default"], role)
+        by_role: dict[str, Any] = {
+            "planner": ctx.planner_model,
+            "critic": ctx.critic_model,
+            "reflection": None,
+        }
+        chosen = by_role.get(role, ctx.subagent_model) or ctx.model
+        return load_model(chosen, role)
+
+    def metered(self, role: str, ctx: Context) -> Metered:
+        """The role's model, counting the tokens it reports."""
+        return Metered(self.model_for(role, ctx), role, ctx.structured_output)

@@ -1,0 +1,171 @@
+"""Taking in a turn: what a new invocation of a thread asks for, decided in one function.
+
+A thread is invoked with a first goal, a human answer to a pending question, nothing (a
+resume), or a follow-up request after a finished run. :func:`take_in` reads which one it is
+and returns an :class:`Intake`: where the graph goes next and the state update that starts
+the turn. Nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from agent.context import Context
+from agent.models import total_tokens
+from agent.state import CUT_KEY, MAX_GOAL_CHARS
+
+__all__ = [
+    "Intake",
+    "failed",
+    "goal_problem",
+    "message_problem",
+    "message_text",
+    "new_human_message",
+    "take_in",
+]
+
+TERMINAL = ("success", "failed")
+IntakeRoute = Literal["plan", "dispatch", "escalate", "finalize"]
+"""``plan``: a (new) plan is needed; ``dispatch``: run the ready steps of the current one."""
+
+
+@dataclass(frozen=True)
+class Intake:
+    """Where a new invocation goes, and what it writes on the way."""
+
+    next: IntakeRoute
+    update: dict[str, Any] = field(default_factory=dict)
+
+
+def take_in(state: Mapping[str, Any], ctx: Context, *, now: float | None = None) -> Intake:
+    """Decide what this invocation of the thread is, from its state and Context."""
+    if problems := ctx.validate():
+        return Intake("finalize", failed("invalid_input", "configuration: " + "; ".join(problems)))
+    human = new_human_message(state)
+    if state.get("escalation") and human is None:
+        return Intake("escalate")  # resumed without an answer: pause again, no model
+    if state.get("plan") is None:
+        return _first_goal(state, ctx, human, now)
+    if human is not None:
+        return _answer(state, ctx, human, now)
+    if state.get("plan_request") is not None:
+        return Intake("plan")  # reflection asked for a replan
+    return Intake("dispatch")  # continue, or resumed with nothing new: run the ready steps
+
+
+def _first_goal(
+    state: Mapping[str, Any], ctx: Context, human: HumanMessage | None, now: float | None
+) -> Intake:
+    if human is not None:
+        goal: Any = message_text(human)
+        problem = message_problem(human)
+    else:
+        goal = state.get("goal")
+        problem = goal_problem(goal)
+    if problem:
+        # nothing of a rejected goal is kept: a goal sent as `goal` is cleared, one sent as a
+        # message is already a bounded placeholder (agent.state.bounded_messages)
+        cleared = {"goal": ""} if human is None else {}
+        return Intake("finalize", cleared | failed("invalid_input", problem))
+    update: dict[str, Any] = {}
+    if human is None:
+        human = HumanMessage(goal, id=str(uuid.uuid4()))
+        update["messages"] = [human]
+    update |= {"goal": goal, **new_turn(state, ctx, human, now)}
+    return Intake("plan", update | {"plan_request": {"reason": "", "answer": ""}})
+
+
+def _answer(
+    state: Mapping[str, Any], ctx: Context, human: HumanMessage, now: float | None
+) -> Intake:
+    text = message_text(human)
+    if problem := message_problem(human):
+        if state.get("escalation"):  # keep the thread paused on its question; lose nothing
+            turn = {**(state.get("turn") or {}), "human_id": human.id}
+            note = AIMessage(f"That answer was not accepted ({problem}); please answer again.")
+            return Intake("escalate", {"turn": turn, "messages": [note]})
+        return Intake("finalize", failed("invalid_input", f"request rejected: {problem}"))
+    update = new_turn(state, ctx, human, now)
+    if state.get("status") in TERMINAL and not state.get("escalation"):
+        update["goal"] = text  # a follow-up request after a finished run is a new goal
+    asked = (state.get("escalation") or {}).get("question", "")
+    reason = f"the human answered the question {asked!r}" if asked else "a new request"
+    return Intake("plan", update | {"plan_request": {"reason": reason, "answer": text}})
+
+
+def new_turn(
+    state: Mapping[str, Any], ctx: Context, human: HumanMessage | None, now: float | None
+) -> dict[str, Any]:
+    """Budgets and depth count per user turn; a human answer starts a new one."""
+    turn = {
+        "started_at": time.time() if now is None else now,
+        "start_step": int(state.get("step") or 0),
+        "start_tokens": total_tokens(state.get("usage")),
+        "human_id": human.id if human else None,
+    }
+    return {
+        "turn": turn,
+        "context": dataclasses.asdict(ctx),
+        "reflection_depth": 0,
+        "status": "running",
+        "stop_reason": None,
+        "escalation": None,
+    }
+
+
+def new_human_message(state: Mapping[str, Any]) -> HumanMessage | None:
+    """The newest human message not yet taken in."""
+    seen = (state.get("turn") or {}).get("human_id")
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, HumanMessage):
+            return None if message.id == seen else message
+    return None
+
+
+def goal_problem(goal: Any) -> str | None:
+    """Why a goal cannot be planned, or None (seed 001: invalid input is rejected, not retried)."""
+    if not isinstance(goal, str) or not goal.strip():
+        return "the goal is empty"
+    if len(goal) > MAX_GOAL_CHARS:
+        return f"the goal is {len(goal)} characters; the limit is {MAX_GOAL_CHARS}"
+    if "\x00" in goal or sum(not (c.isprintable() or c.isspace()) for c in goal) > len(goal) // 20:
+        return "the goal looks like binary data, not text"
+    return None
+
+
+def message_text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.content, list) else str(message.content)
+
+
+def message_problem(message: BaseMessage) -> str | None:
+    """Why a human message cannot be taken as a goal or an answer, or None. A message the
+    ``messages`` reducer already cut to a placeholder is judged by its original size."""
+    size = message.additional_kwargs.get(CUT_KEY)
+    if isinstance(size, int):
+        return f"the goal is {size} characters; the limit is {MAX_GOAL_CHARS}"
+    return goal_problem(message_text(message))
+
+
+def failed(stop_reason: str, reason: str) -> dict[str, Any]:
+    """The update that ends the run ``failed`` with ``stop_reason``, logged as a decision."""
+    return {
+        "status": "failed",
+        "stop_reason": stop_reason,
+        "decisions": [
+            {
+                "round": None,
+                "decision": "fail",
+                "reason": reason,
+                "by": "rule",
+                "forced": True,
+                "stop_reason": stop_reason,
+            }
+        ],
+    }
