@@ -13,8 +13,9 @@ import pytest
 
 from agent.checks import run_check
 from agent.cli import main
-from agent.datasets import DatasetError, Task, load_jsonl, mutants
+from agent.datasets import DatasetError, Task, load_jsonl
 from agent.eval import critic_stats, reflect_task, run_reflection_eval, run_seeded_eval, seed_task
+from agent.eval.mutations import mutants
 from agent.models import ScriptedChatModel, tool_call
 
 SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample.jsonl"

@@ -1,0 +1,85 @@
+"""The entry point the CLI uses: check the options, load the dataset and the models, run one
+evaluation and return its report as plain data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agent.datasets import load_dataset
+from agent.errors import ConfigError
+from agent.eval.common import Progress
+from agent.eval.reflection import DEFAULT_ROUNDS, Evidence, run_reflection_eval
+from agent.eval.seeded import SEEDED_TIMEOUT_S, run_seeded_eval
+from agent.models import load_model
+
+
+def evaluate(
+    dataset: str = "humaneval",
+    *,
+    model: str | BaseChatModel | None = None,
+    critic: str | BaseChatModel | None = None,
+    seeded_errors: bool = False,
+    rounds: int = DEFAULT_ROUNDS,
+    limit: int | None = None,
+    evidence: Evidence = "check",
+    workers: int | None = None,
+    seed: int = 0,
+    timeout_s: float = SEEDED_TIMEOUT_S,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Load the dataset and models (ConfigError when unusable), then run one evaluation.
+
+    Seeded errors need no model; ``critic`` (else ``model``) adds the model critic. The
+    reflection comparison needs ``model``; ``critic`` adds a model critic to the loop.
+    """
+    _check_options(model, seeded_errors=seeded_errors, rounds=rounds, timeout_s=timeout_s)
+    generator = load_model(model, "coder") if model is not None else None
+    critic_spec = critic if critic is not None else (model if seeded_errors else None)
+    judge = load_model(critic_spec, "critic") if critic_spec is not None else None
+    tasks = load_dataset(dataset, limit=limit)
+    labels = {"dataset": dataset, "model": _name(model), "critic": _name(critic_spec)}
+    if seeded_errors:
+        return run_seeded_eval(
+            tasks,
+            critic=judge,
+            seed=seed,
+            timeout_s=timeout_s,
+            workers=workers,
+            progress=progress,
+            labels=labels,
+        )
+    assert generator is not None  # _check_options refused no model without seeded errors
+    return run_reflection_eval(
+        tasks,
+        generator,
+        critic=judge,
+        max_rounds=rounds,
+        evidence=evidence,
+        workers=workers or 4,
+        progress=progress,
+        labels=labels,
+    )
+
+
+def _check_options(
+    model: str | BaseChatModel | None, *, seeded_errors: bool, rounds: int, timeout_s: float
+) -> None:
+    """Refuse what cannot run before a model or a dataset is loaded."""
+    if rounds < 0:
+        msg = f"--rounds must be 0 or more, not {rounds}"
+        raise ConfigError(msg)
+    if timeout_s <= 0:
+        msg = f"--timeout must be positive, not {timeout_s}"
+        raise ConfigError(msg)
+    if not seeded_errors and model is None:
+        msg = "eval needs --model provider:name (e.g. openai:gpt-4.1-mini), or --seeded-errors"
+        raise ConfigError(msg)
+
+
+def _name(spec: str | BaseChatModel | None) -> str | None:
+    """How a report names a model: its spec string, else the model's own name."""
+    if spec is None or isinstance(spec, str):
+        return spec
+    return getattr(spec, "model_name", None) or getattr(spec, "name", None) or type(spec).__name__
