@@ -1,11 +1,12 @@
 """deepreflect: a LangGraph deep agent whose reflection loop knows when to stop."""
 
+from agent.checkpointers import open_checkpointer
 from agent.context import Context
 from agent.graph import build_graph
 from agent.lease import ThreadBusy
 from agent.models import ScriptedChatModel
 from agent.result import Result
-from agent.runner import open_checkpointer, resume, run
+from agent.runner import resume, run
 from agent.subagents import SubAgent
 
 __all__ = [

@@ -12,28 +12,25 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.context import Context, as_context
-from agent.errors import ConfigError, classify, describe
-from agent.eval import evaluate, print_report
-from agent.graph import build_graph
-from agent.lease import ThreadBusy
-from agent.models import load_model
-from agent.progress import Progress, line, print_result
-from agent.result import Result, build_result
-from agent.runner import (
-    Graph,
+from agent.checkpointers import (
     database_problem,
     db_location,
     is_damaged,
     is_database_error,
     list_threads,
     open_checkpointer,
-    resume,
-    run,
-    scrub,
     shown_location,
-    thread_config,
 )
+from agent.context import Context, as_context
+from agent.errors import ConfigError, classify, describe
+from agent.eval import evaluate, print_report
+from agent.graph import build_graph
+from agent.lease import ThreadBusy
+from agent.models import load_model
+from agent.pg_url import scrub
+from agent.progress import Progress, line, print_result
+from agent.result import Result, build_result
+from agent.runner import Graph, resume, run, thread_config
 from agent.sandbox import weaker_isolation_warning
 from agent.scenarios import SCENARIOS
 
