@@ -3,6 +3,7 @@ loader, seeded errors in HumanEval references, and the `eval` command."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,11 +11,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from agent.checks import run_check
 from agent.cli import main
 from agent.datasets import DatasetError, Task, load_jsonl
-from agent.eval import critic_stats, reflect_task, run_reflection_eval, run_seeded_eval, seed_task
+from agent.eval import (
+    critic_stats,
+    print_report,
+    reflect_task,
+    run_reflection_eval,
+    run_seeded_eval,
+    seed_task,
+)
 from agent.eval.mutations import mutants
 from agent.models import ScriptedChatModel, tool_call
 
@@ -163,6 +172,17 @@ def test_a_task_whose_model_fails_is_reported_not_lost():
     report = run_reflection_eval([INC], model, workers=1)
     assert report["tasks"][0]["error"].startswith("RuntimeError")
     assert report["summary"]["errors"] == 1 and report["summary"]["accuracy_off"] is None
+
+
+def test_the_report_prints_task_ids_as_written_never_as_markup():
+    task = Task(**{**INC.__dict__, "id": "[/bold][link=http://x]inc"})
+    model = ScriptedChatModel({"inc": write("inc.py", "def inc(x):\n    return x + 1\n")})
+    labels = {"dataset": "[red]d", "model": "scripted", "critic": None}
+    report = run_reflection_eval([task], model, workers=1, labels=labels)
+    out = io.StringIO()
+    print_report(Console(file=out, width=200), report)
+    assert "[/bold][link=http://x]inc" in out.getvalue()
+    assert "reflection on [red]d" in out.getvalue()
 
 
 # -- the JSONL loader ---------------------------------------------------------------------------
