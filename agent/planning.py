@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from agent.checks import describe_kinds
 from agent.models import Metered
 from agent.plan import PlanDraft, Step, merge_replan, parse_plan
 from agent.prompts import render
@@ -39,7 +40,12 @@ def ask_planner(
     """Plan (or replan) the goal; an invalid answer is retried once with its errors."""
     files = state.get("files") or {}
     old = state.get("plan")
-    system = render("planner", actions=describe_registry(registry), max_plan_steps=max_plan_steps)
+    system = render(
+        "planner",
+        actions=describe_registry(registry),
+        check_kinds=describe_kinds(),
+        max_plan_steps=max_plan_steps,
+    )
     human = render(
         "planner_input",
         goal=state.get("goal", ""),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import string
 import sys
 import tempfile
 import time
@@ -13,9 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 
-from agent import checks, sandbox
-from agent.checks import register_check, run_check, validate_check_spec
+from agent import Context, ScriptedChatModel, build_graph, run, sandbox
+from agent.checks import describe_kinds, register_check, run_check, validate_check_spec
+from agent.checks import registry as check_registry
+from agent.checks import sql as sql_kind
+from agent.checks.report import EVIDENCE_CHARS
+from agent.prompts import load_prompt, render
 
 SLUG = "def slugify(text):\n    return text.lower()\n"
 SLUG_FIXED = "def slugify(text):\n    return text.lower().replace(' ', '-')\n"
@@ -501,7 +507,7 @@ def test_sql_check_runs_only_one_statement(db):
 
 
 def test_sql_check_interrupts_a_runaway_query(db, monkeypatch):
-    monkeypatch.setattr(checks, "SQL_TIME_LIMIT_S", 0.2)
+    monkeypatch.setattr(sql_kind, "SQL_TIME_LIMIT_S", 0.2)
     endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT max(x) FROM n"
 
     report = sql_check(db, endless)
@@ -511,7 +517,7 @@ def test_sql_check_interrupts_a_runaway_query(db, monkeypatch):
 
 
 def test_sql_check_bounds_the_rows_it_fetches(db, monkeypatch):
-    monkeypatch.setattr(checks, "SQL_MAX_ROWS", 2)
+    monkeypatch.setattr(sql_kind, "SQL_MAX_ROWS", 2)
 
     report = sql_check(db, "SELECT * FROM t")
 
@@ -636,8 +642,8 @@ def test_valid_specs_have_no_validation_errors(spec):
 
 @pytest.fixture
 def registry(monkeypatch):
-    """Give each test its own copy of the dispatch table."""
-    monkeypatch.setattr(checks, "_CHECKS", dict(checks._CHECKS))
+    """Give each test its own copy of the registry: its kinds leave with it."""
+    monkeypatch.setattr(check_registry, "_CHECKS", dict(check_registry._CHECKS))
 
 
 def test_a_registered_custom_kind_is_dispatched_like_the_built_ins(registry):
@@ -661,6 +667,109 @@ def test_re_registering_a_built_in_kind_raises(registry):
         register_check("regex", lambda spec, files, path: {"passed": True})
 
 
+BUILT_IN_KINDS = (
+    "exists",
+    "non_empty",
+    "contains",
+    "regex",
+    "json_schema",
+    "python",
+    "pytest",
+    "sql",
+    "rubric",
+)
+
+
+def always_passes(spec, files, path):
+    return {"passed": True, "evidence": "fine"}
+
+
+def test_the_built_in_kinds_are_the_nine_of_the_design():
+    assert check_registry.builtin_kinds() == set(BUILT_IN_KINDS)
+
+
+@pytest.mark.parametrize("kind", BUILT_IN_KINDS)
+def test_no_built_in_kind_can_be_replaced_by_a_registration(kind, registry):
+    before = check_registry._CHECKS[kind]
+
+    with pytest.raises(ValueError, match=f"check kind '{kind}' is built in"):
+        register_check(kind, always_passes, describe=f'{{"kind": "{kind}"}} (always passes)')
+
+    assert check_registry._CHECKS[kind] is before
+    assert "always passes" not in describe_kinds()
+
+
+def test_a_custom_kind_registered_again_is_replaced(registry):
+    register_check("word_count", lambda spec, files, path: {"passed": False, "evidence": "old"})
+    register_check("word_count", lambda spec, files, path: {"passed": True, "evidence": "new"})
+
+    assert check({"kind": "word_count"}, "x")["evidence"] == "new"
+
+
+def test_a_custom_kind_with_a_validator_refuses_a_bad_spec(registry):
+    def needs_min(spec):
+        return [] if isinstance(spec.get("min"), int) else ["kind 'word_count' needs 'min'"]
+
+    register_check("word_count", always_passes, validate=needs_min)
+
+    assert validate_check_spec({"kind": "word_count"}) == ["kind 'word_count' needs 'min'"]
+    assert check({"kind": "word_count"}, "x")["evidence"] == (
+        "invalid check spec: kind 'word_count' needs 'min'"
+    )
+
+
+def test_the_planner_is_offered_every_built_in_kind_in_family_order():
+    lines = describe_kinds().splitlines()
+
+    assert [line.split('"kind": "')[1].split('"')[0] for line in lines] == list(BUILT_IN_KINDS)
+    assert any("another step's artifact" in line for line in lines if '"pytest"' in line)
+
+
+def test_a_kind_registered_without_describe_is_offered_by_its_name(registry):
+    register_check("word_count", always_passes)
+
+    assert describe_kinds().splitlines()[-1] == '  - {"kind": "word_count"}'
+
+
+@pytest.mark.parametrize("describe", ["", "   ", "first line\nsecond line", 42])
+def test_a_describe_that_is_not_one_line_of_text_is_refused(describe, registry):
+    with pytest.raises(ValueError, match="one non-blank line"):
+        register_check("word_count", always_passes, describe=describe)
+
+    assert "word_count" not in describe_kinds()
+
+
+def test_the_planner_prompt_has_a_place_for_the_kinds_and_no_hand_written_list():
+    template = load_prompt("planner")
+    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    filled = render("planner", **{name: f"<{name}>" for name in fields})
+
+    assert "check_kinds" in fields
+    assert not any(f'"kind": "{kind}"' in filled for kind in BUILT_IN_KINDS)
+
+
+def planner_prompt() -> str:
+    """Every message the planner node sends on a real graph run. The planner answers with no
+    plan, so the run pauses for a human right after planning twice; nothing else runs."""
+    planner = ScriptedChatModel(responder=lambda messages: "no plan today")
+    graph = build_graph(models={"planner": planner}, checkpointer=InMemorySaver())
+    result = run(graph, "Count the words", context=Context(model="scripted:happy"))
+    assert result["status"] == "awaiting_input", result
+    return "\n".join(str(message.content) for message in planner.calls[0])
+
+
+def test_a_kind_registered_with_describe_is_in_the_planner_prompt_only_once_registered(registry):
+    line = '{"kind": "word_count", "min": 3} (the artifact has at least min words)'
+    before = planner_prompt()
+
+    register_check("word_count", always_passes, describe=line)
+    after = planner_prompt()
+
+    assert '"word_count"' not in before
+    assert line in after
+    assert describe_kinds() in after  # the built-in kinds are listed from the registry too
+
+
 def test_a_crashing_custom_check_becomes_a_failed_report(registry):
     def broken(spec, files, path):
         raise RuntimeError("boom")
@@ -678,7 +787,7 @@ def test_a_crashing_custom_check_becomes_a_failed_report(registry):
 def test_evidence_is_capped(registry):
     report = check({"kind": "contains", "all": [f"missing-{i}-" * 10 for i in range(50)]}, "x")
 
-    assert len(report["evidence"]) <= checks.EVIDENCE_CHARS
+    assert len(report["evidence"]) <= EVIDENCE_CHARS
 
 
 def test_file_entries_are_accepted_and_deleted_files_count_as_missing():

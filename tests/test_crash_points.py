@@ -21,7 +21,8 @@ import time
 
 import pytest
 
-from agent import checks, resume, run
+from agent import resume, run
+from agent.checks import registry as check_registry
 from agent.runner import thread_config
 from tests import crash_points as cp
 from tests.fakes import ctx
@@ -34,7 +35,7 @@ CONTEXT = {"model": "scripted:happy", "max_revisions": 0}
 
 @pytest.fixture(autouse=True)
 def _private_check_table(monkeypatch):
-    monkeypatch.setattr(checks, "_CHECKS", dict(checks._CHECKS))
+    monkeypatch.setattr(check_registry, "_CHECKS", dict(check_registry._CHECKS))
 
 
 def kill_points(tmp_path, per_kind=PER_KIND, **extra) -> list[dict]:

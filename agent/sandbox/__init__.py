@@ -15,19 +15,26 @@ Two isolation levels (:func:`isolation_level`, contract):
 Both: an environment built from nothing (no API keys), limits on CPU, memory (summed over
 every process of the run), file size, processes and wall time, output truncated, and every
 process of the run killed at its end.
+
+Modules: ``host`` (run jobs together), ``launch`` (a job's folder and interpreter), ``capture``
+(its output), ``processes`` (find, watch, kill), ``isolation`` and ``bwrap`` (the levels),
+``programs`` (the text of the programs that run inside: ``bootstrap``, ``bridge``,
+``check_runner``, ``sql_runner``, standard library only, never imported by the host).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agent.sandbox.host import Job, SandboxResult, run_jobs
+from agent.sandbox.host import run_jobs
 from agent.sandbox.isolation import (
     IsolationLevel,
     SandboxUnavailable,
     isolation_level,
     weaker_isolation_warning,
 )
+from agent.sandbox.job import Job, SandboxResult
+from agent.sandbox.programs import program
 
 __all__ = [
     "IsolationLevel",
@@ -35,6 +42,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailable",
     "isolation_level",
+    "program",
     "run_jobs",
     "run_python",
     "weaker_isolation_warning",

@@ -22,12 +22,14 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from agent.sandbox import Job, SandboxResult, run_jobs, weaker_isolation_warning
+from agent.checks.registry import needs_strings, register_check
+from agent.checks.report import CheckReport, make_report
+from agent.sandbox import Job, SandboxResult, program, run_jobs, weaker_isolation_warning
 
-_PROGRAMS = Path(__file__).parent / "sandbox"
+DEFAULT_TIMEOUT_S = 10.0
+MAX_TIMEOUT_S = 120.0
 _BRIDGE = "__deepreflect_bridge__.py"
 _RUNNER = "__deepreflect_runner__.py"
 _CODE = "__deepreflect_check_code__.py"
@@ -63,20 +65,44 @@ def refused_paths(files: Mapping[str, str], trusted: Sequence[str] = ()) -> list
     return problems
 
 
-def python_check(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
-    """Run ``path``, then ``code`` in its namespace; pass when the check code finishes."""
-    return _warned(_python_verdict(files, path, code, timeout_s))
+def _validate_python(spec: dict[str, Any]) -> list[str]:
+    errors = [] if isinstance(spec.get("code"), str) else ["kind 'python' needs 'code': a string"]
+    return errors + _valid_timeout(spec)
 
 
-def pytest_check(files: Mapping[str, str], tests: Sequence[str], timeout_s: float) -> Verdict:
+def _validate_pytest(spec: dict[str, Any]) -> list[str]:
+    return needs_strings(spec, "tests") + _valid_timeout(spec)
+
+
+def _valid_timeout(spec: dict[str, Any]) -> list[str]:
+    value = spec.get("timeout_s", DEFAULT_TIMEOUT_S)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not 0 < value <= MAX_TIMEOUT_S:
+        return [f"'timeout_s' must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]"]
+    return []
+
+
+def _check_python(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    """Run ``path``, then the spec's ``code`` in its namespace; pass when the code finishes."""
+    verdict = _python_verdict(files, path, spec["code"], _timeout(spec))
+    return _warned("python", verdict)
+
+
+def _check_pytest(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
     """Run the listed test files against the artifacts; pass when every test passed."""
-    return _warned(_pytest_verdict(files, tests, timeout_s))
+    return _warned("pytest", _pytest_verdict(files, spec["tests"], _timeout(spec)))
 
 
-def _warned(verdict: Verdict) -> Verdict:
+def _timeout(spec: dict[str, Any]) -> float:
+    return float(spec.get("timeout_s", DEFAULT_TIMEOUT_S))
+
+
+def _warned(kind: str, verdict: Verdict) -> CheckReport:
     """Evidence says so when the code ran under the weaker process isolation."""
     passed, score, evidence = verdict
-    return passed, score, f"{evidence} [{_WEAKER}]" if weaker_isolation_warning() else evidence
+    if weaker_isolation_warning():
+        evidence = f"{evidence} [{_WEAKER}]"
+    return make_report(kind, passed, score, evidence)
 
 
 def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
@@ -152,8 +178,8 @@ def _run(
     max_output: int = 8000,
 ) -> tuple[SandboxResult, SandboxResult]:
     programs = {
-        _BRIDGE: (_PROGRAMS / "bridge.py").read_text(encoding="utf-8"),
-        _RUNNER: (_PROGRAMS / "check_runner.py").read_text(encoding="utf-8"),
+        _BRIDGE: program("bridge.py"),
+        _RUNNER: program("check_runner.py"),
     }
     names, packages = _modules(artifact_files)
     env = {
@@ -258,3 +284,22 @@ _NOT_PASSED = (
     ("xfailed", "xfailed"),
     ("xpassed", "xpassed"),
 )
+
+
+def register() -> None:
+    """Register the sandboxed code kinds; ``agent.checks`` calls this once."""
+    register_check(
+        "python",
+        _check_python,
+        validate=_validate_python,
+        describe='{"kind": "python", "code": "assert ..."}',
+    )
+    register_check(
+        "pytest",
+        _check_pytest,
+        validate=_validate_pytest,
+        describe=(
+            '{"kind": "pytest", "tests": ["tests/test_x.py"]} (the tests must be another step\'s'
+            " artifact)"
+        ),
+    )

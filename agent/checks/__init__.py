@@ -1,0 +1,43 @@
+"""``done_when`` checks: turn "done" into evidence a program produced.
+
+``run_check(spec, files, path)`` is the one check runner; it dispatches through one registry
+(:mod:`agent.checks.registry`), which also renders the planner prompt's list of kinds. The
+built-in kinds live in one module per family and join the registry the way a custom kind
+does, through ``register_check``:
+
+* :mod:`agent.checks.text` — ``exists``, ``non_empty``, ``contains``, ``regex``, ``json_schema``
+* :mod:`agent.checks.code` — ``python``, ``pytest`` (sandboxed, verdicts the artifact cannot forge)
+* :mod:`agent.checks.sql` — ``sql`` (sandboxed, read-only)
+* :mod:`agent.checks.rubric` — ``rubric`` (the judge model)
+
+Importing this package registers them, family by family in the order the planner sees them,
+and then seals them: from then on no registration can replace a built-in kind. Generated
+code only ever runs in ``agent.sandbox``.
+"""
+
+from __future__ import annotations
+
+from agent.checks import code, rubric, sql, text
+from agent.checks.registry import (
+    CheckFn,
+    describe_kinds,
+    register_check,
+    run_check,
+    seal_builtin_kinds,
+    validate_check_spec,
+)
+from agent.checks.report import CheckReport
+
+__all__ = [
+    "CheckFn",
+    "CheckReport",
+    "describe_kinds",
+    "register_check",
+    "run_check",
+    "validate_check_spec",
+]
+
+for _family in (text, code, sql, rubric):  # the order the planner sees the kinds in
+    _family.register()
+seal_builtin_kinds()
+del _family

@@ -1,0 +1,208 @@
+"""The one table of check kinds: what runs a kind, what validates its spec, what the planner sees.
+
+Every kind, the built-in ones too, joins through :func:`register_check`. ``run_check``
+dispatches through the table, ``validate_check_spec`` accepts exactly its kinds and
+:func:`describe_kinds` renders the planner prompt's list from it, so one registration makes a
+kind runnable, validated and offered to the planner.
+``agent.checks`` seals its own kinds once they are registered: a later registration cannot
+replace a built-in kind (a plan whose ``pytest`` check always passed would prove nothing).
+
+A check never raises: a malformed spec, a missing artifact or a crashing check all become a
+failed ``CheckReport`` whose evidence says why. Only a rubric judge's model errors propagate,
+because then the model failed, not the artifact.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agent.checks.report import CheckReport, make_report, tidy_report
+from agent.errors import ErrorClass, classify
+
+if TYPE_CHECKING:
+    from agent.critic import ChatModelLike
+
+__all__ = [
+    "CheckFn",
+    "CheckKind",
+    "Validator",
+    "builtin_kinds",
+    "current_judge",
+    "describe_kinds",
+    "needs_strings",
+    "register_check",
+    "run_check",
+    "seal_builtin_kinds",
+    "validate_check_spec",
+]
+
+CheckFn = Callable[[dict[str, Any], Mapping[str, str], str], CheckReport]
+"""A check kind: ``(spec, files, path) -> CheckReport``; the artifact is ``files[path]``."""
+Validator = Callable[[dict[str, Any]], list[str]]
+"""Everything wrong with a spec of one kind (empty when usable)."""
+
+# errors of the rubric judge's model that run_check re-raises instead of failing the artifact
+_MODEL_ERRORS = (ErrorClass.TRANSIENT, ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED)
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    """One registered kind."""
+
+    fn: CheckFn
+    """Runs the check."""
+    validate: Validator | None
+    """Lists what is wrong with a spec; None accepts any spec of the kind."""
+    describe: str
+    """The one line the planner is shown, e.g. ``{"kind": "regex", "pattern": "..."}``."""
+    builtin: bool = False
+    """Sealed by ``agent.checks``: cannot be replaced."""
+
+
+_CHECKS: dict[str, CheckKind] = {}
+"""Kind name -> kind, in registration order (the order the planner sees them in)."""
+# The rubric kind needs the judge and the task; the table's signature has no room for them,
+# so run_check lends them for the duration of the call (thread- and task-safe).
+_JUDGE: contextvars.ContextVar[tuple[ChatModelLike | None, str]] = contextvars.ContextVar(
+    "deepreflect_check_judge", default=(None, "")
+)
+
+
+def register_check(
+    kind: str,
+    fn: CheckFn,
+    *,
+    validate: Validator | None = None,
+    describe: str | None = None,
+) -> None:
+    """Add a check kind; registering a custom kind again replaces it, a built-in one raises.
+
+    ``validate`` lists what is wrong with a spec (a plan with such a spec is refused with
+    them); ``describe`` is the one line the planner is shown (default ``{"kind": "<kind>"}``).
+    """
+    if not isinstance(kind, str) or not kind.strip() or not callable(fn):
+        msg = "register_check needs a non-empty kind name and a callable"
+        raise ValueError(msg)
+    existing = _CHECKS.get(kind)
+    if existing is not None and existing.builtin:
+        msg = f"check kind {kind!r} is built in and cannot be re-registered"
+        raise ValueError(msg)
+    if validate is not None and not callable(validate):
+        msg = f"validate for check kind {kind!r} must be callable"
+        raise ValueError(msg)
+    line = json.dumps({"kind": kind}) if describe is None else describe
+    if not isinstance(line, str) or not line.strip() or "\n" in line:
+        msg = f"describe for check kind {kind!r} must be one non-blank line of text"
+        raise ValueError(msg)
+    _CHECKS[kind] = CheckKind(fn, validate, line.strip())
+
+
+def seal_builtin_kinds() -> None:
+    """Make every kind registered so far built in; ``agent.checks`` calls this once, right
+    after importing its own kinds and before any caller can reach :func:`register_check`."""
+    for name, entry in list(_CHECKS.items()):
+        _CHECKS[name] = replace(entry, builtin=True)
+
+
+def builtin_kinds() -> frozenset[str]:
+    """The kinds no registration can replace."""
+    return frozenset(name for name, entry in _CHECKS.items() if entry.builtin)
+
+
+def describe_kinds() -> str:
+    """The planner prompt's list of check kinds: one ``  - <describe>`` line per registered
+    kind, in registration order (the built-in ones first)."""
+    return "\n".join(f"  - {entry.describe}" for entry in _CHECKS.values())
+
+
+def current_judge() -> tuple[ChatModelLike | None, str]:
+    """The judge model and task that :func:`run_check` lent to the check now running."""
+    return _JUDGE.get()
+
+
+def validate_check_spec(spec: Any) -> list[str]:
+    """Everything wrong with a ``done_when`` spec (empty when usable); the planner calls it too."""
+    if spec is None:
+        return []
+    if isinstance(spec, str):
+        return [] if spec.strip() else ["a rubric given as a string must not be blank"]
+    if not isinstance(spec, Mapping):
+        return [f"must be an object, a rubric string or null, not {type(spec).__name__}"]
+    kind = spec.get("kind")
+    known = ", ".join(sorted(_CHECKS))
+    if kind is None:
+        return [f"needs a 'kind', one of: {known}"]
+    if not isinstance(kind, str) or kind not in _CHECKS:
+        return [f"unknown check kind {kind!r}; known kinds: {known}"]
+    validate = _CHECKS[kind].validate
+    return validate(dict(spec)) if validate else []
+
+
+def needs_strings(spec: dict[str, Any], key: str) -> list[str]:
+    """A validator's part: ``spec[key]`` must be a non-empty list of strings."""
+    value = spec.get(key)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return [f"kind {spec['kind']!r} needs {key!r}: a non-empty list of strings"]
+    return []
+
+
+def run_check(
+    spec: dict[str, Any] | str | None,
+    files: Mapping[str, Any],
+    path: str,
+    *,
+    judge: ChatModelLike | None = None,
+    task: str = "",
+) -> CheckReport:
+    """Check the artifact ``files[path]`` against ``spec``; never raises (but for the judge).
+
+    ``None`` means ``{"kind": "non_empty"}``; a string is a rubric with that one criterion.
+    ``files`` maps paths to contents (a ``FileEntry``'s ``content`` is accepted too).
+    """
+    errors = validate_check_spec(spec)
+    normal = _normalise(spec) if not errors else {}
+    kind = str(normal.get("kind") or _kind_of(spec))
+    if errors:
+        return make_report(kind, False, 0.0, "invalid check spec: " + "; ".join(errors))
+    contents = _contents(files)
+    if kind != "exists" and path not in contents:
+        return make_report(kind, False, 0.0, f"artifact {path} was not produced")
+    token = _JUDGE.set((judge, task))
+    try:
+        report = _CHECKS[kind].fn(normal, contents, path)
+    except Exception as exc:  # a check must fail with evidence, never crash the graph
+        if kind == "rubric" and classify(exc) in _MODEL_ERRORS:
+            raise  # the judge model failed, not the artifact: the worker handles its class
+        report = make_report(kind, False, 0.0, f"check crashed: {type(exc).__name__}: {exc}")
+    finally:
+        _JUDGE.reset(token)
+    return tidy_report(report, kind)
+
+
+def _normalise(spec: Any) -> dict[str, Any]:
+    if spec is None:
+        return {"kind": "non_empty"}
+    if isinstance(spec, str):
+        return {"kind": "rubric", "criteria": [spec]}
+    return dict(spec)
+
+
+def _kind_of(spec: Any) -> str:
+    if isinstance(spec, Mapping) and isinstance(spec.get("kind"), str):
+        return spec["kind"]
+    return "rubric" if isinstance(spec, str) else "invalid"
+
+
+def _contents(files: Mapping[str, Any]) -> dict[str, str]:
+    """Plain contents; deleted entries (None) count as absent."""
+    out: dict[str, str] = {}
+    for name, value in files.items():
+        if isinstance(value, Mapping):
+            value = value.get("content")
+        if value is not None:
+            out[name] = str(value)
+    return out

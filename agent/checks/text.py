@@ -1,0 +1,127 @@
+"""The kinds that read the artifact as text: ``exists``, ``non_empty``, ``contains``, ``regex``
+and ``json_schema``. None runs generated code, so they run in the host process."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import regex
+
+from agent.checks.registry import needs_strings, register_check
+from agent.checks.report import CheckReport, make_report, short
+
+REGEX_TIME_LIMIT_S = 1.0
+
+
+def _check_exists(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    if path not in files:
+        return make_report("exists", False, 0.0, f"artifact {path} was not produced")
+    return make_report("exists", True, 1.0, f"{path} exists ({len(files[path].encode())} bytes)")
+
+
+def _check_non_empty(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    content = files[path]
+    if not content.strip():
+        return make_report("non_empty", False, 0.0, f"{path} is blank ({len(content)} characters)")
+    evidence = f"{path} has {len(content.encode())} bytes of content"
+    return make_report("non_empty", True, 1.0, evidence)
+
+
+def _validate_contains(spec: dict[str, Any]) -> list[str]:
+    return needs_strings(spec, "all")
+
+
+def _check_contains(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    wanted = spec["all"]
+    missing = [s for s in wanted if s not in files[path]]
+    score = (len(wanted) - len(missing)) / len(wanted)
+    if missing:
+        quoted = ", ".join(short(s, 80) for s in missing)
+        evidence = f"{path} lacks {len(missing)} of {len(wanted)} required strings: {quoted}"
+        return make_report("contains", False, score, evidence)
+    return make_report("contains", True, 1.0, f"all {len(wanted)} required strings occur in {path}")
+
+
+def _validate_regex(spec: dict[str, Any]) -> list[str]:
+    pattern = spec.get("pattern")
+    if not isinstance(pattern, str):
+        return ["kind 'regex' needs 'pattern': a string"]
+    try:
+        re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        return [f"regex pattern {pattern!r} does not compile: {exc}"]
+    return []
+
+
+def _check_regex(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    # A pathological pattern can backtrack for ever and Python's re cannot be interrupted;
+    # the regex package (same syntax) can: a time-out fails the check instead of the host.
+    content = files[path]
+    try:
+        match = regex.search(spec["pattern"], content, regex.MULTILINE, timeout=REGEX_TIME_LIMIT_S)
+    except TimeoutError:
+        evidence = (
+            f"pattern {spec['pattern']!r} took longer than {REGEX_TIME_LIMIT_S:g} s on {path}"
+        )
+        return make_report("regex", False, 0.0, evidence)
+    if match is None:
+        return make_report("regex", False, 0.0, f"pattern {spec['pattern']!r} not found in {path}")
+    line = content.count("\n", 0, match.start()) + 1
+    evidence = f"pattern matched at line {line} of {path}: {short(match.group(0))}"
+    return make_report("regex", True, 1.0, evidence)
+
+
+def _validate_json_schema(spec: dict[str, Any]) -> list[str]:
+    schema = spec.get("schema")
+    if not isinstance(schema, dict | bool):
+        return ["kind 'json_schema' needs 'schema': a JSON Schema object"]
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return [f"the schema itself is invalid: {exc.message}"]
+    return []
+
+
+def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    try:
+        instance = json.loads(files[path])
+    except json.JSONDecodeError as exc:
+        return make_report("json_schema", False, 0.0, f"{path} is not valid JSON: {exc}")
+    schema = spec["schema"]
+    cls = jsonschema.validators.validator_for(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    errors = list(validator.iter_errors(instance))
+    if not errors:
+        return make_report("json_schema", True, 1.0, f"{path} is valid JSON matching the schema")
+    best = jsonschema.exceptions.best_match(errors)
+    more = f" ({len(errors)} errors; most relevant shown)" if len(errors) > 1 else ""
+    return make_report("json_schema", False, 0.0, f"{best.json_path}: {best.message}{more}")
+
+
+def register() -> None:
+    """Register the text kinds; ``agent.checks`` calls this once."""
+    register_check("exists", _check_exists, describe='{"kind": "exists"}')
+    register_check("non_empty", _check_non_empty, describe='{"kind": "non_empty"}')
+    register_check(
+        "contains",
+        _check_contains,
+        validate=_validate_contains,
+        describe='{"kind": "contains", "all": ["..."]}',
+    )
+    register_check(
+        "regex",
+        _check_regex,
+        validate=_validate_regex,
+        describe='{"kind": "regex", "pattern": "..."}',
+    )
+    register_check(
+        "json_schema",
+        _check_json_schema,
+        validate=_validate_json_schema,
+        describe='{"kind": "json_schema", "schema": {...}}',
+    )

@@ -1,0 +1,242 @@
+"""Give a job its folder and start its interpreter, bootstrap first, under one isolation level.
+
+Each job gets a fresh folder holding only its files, an environment built from nothing,
+resource limits, and, when the host is root, a throw-away user id of its own: the kernel
+then keeps jobs out of each other's folders and processes (see :mod:`agent.sandbox.processes`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, cast
+
+from agent.sandbox import bwrap
+from agent.sandbox.capture import Capture
+from agent.sandbox.isolation import IsolationLevel
+from agent.sandbox.job import Job
+from agent.sandbox.processes import PROCESSES_PER_JOB, tasks_of_user
+from agent.sandbox.programs import program
+
+FILE_SIZE_LIMIT = 16 * 1024 * 1024
+_UID_RANGE = (1_900_000_000, 2_000_000_000)  # throw-away ids, far from any real account
+_DISK_LIMIT = 64 * 1024 * 1024  # the folder's tmpfs and the private /tmp, each (kernel mode)
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclass
+class Spec:
+    """A job with its folder written and its user chosen, not yet started."""
+
+    job: Job
+    folder: Path
+    uid: int | None
+    """The throw-away uid (root hosts only)."""
+
+
+@dataclass
+class Started:
+    """A running job: its process, its output captures and its report descriptor."""
+
+    spec: Spec
+    proc: subprocess.Popen[bytes]
+    captures: dict[IO[bytes], Capture]
+    report: IO[bytes] | None
+    started_at: float
+
+    def close(self) -> None:
+        """Close every pipe the host holds for the job."""
+        for pipe in (*self.captures, self.report):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+
+
+@dataclass
+class _Command:
+    """How one job is started, as the isolation level decides."""
+
+    args: list[str]
+    env: dict[str, str]
+    opened: list[int] = field(default_factory=list)
+    """Descriptors opened for the job: passed to it, closed by the host once it started."""
+    user: dict[str, Any] = field(default_factory=dict)
+    """``Popen``'s ``user``/``group``/``extra_groups`` (process mode as root)."""
+
+
+def prepare(base: Path, index: int, job: Job, level: IsolationLevel) -> Spec:
+    """Write the job's files into ``base/job<index>`` and choose its throw-away uid."""
+    folder = base / f"job{index}"
+    folder.mkdir(mode=0o700)
+    _write_files(folder, job.files)
+    uid = secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]) + _UID_RANGE[0]
+    uid_or_none = uid if os.geteuid() == 0 else None
+    if uid_or_none is not None and level == "process":
+        _chown_tree(folder, uid_or_none)  # kernel mode: the bootstrap chowns its tmpfs copy
+    return Spec(job, folder, uid_or_none)
+
+
+def _write_files(folder: Path, files: Mapping[str, str]) -> None:
+    """Write the VFS files; a path that would resolve outside ``folder`` is an error."""
+    for rel, content in files.items():
+        target = (folder / rel).resolve()
+        if target == folder or not target.is_relative_to(folder):
+            msg = f"sandbox file path {rel!r} resolves outside the sandbox folder"
+            raise ValueError(msg)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8", newline="")
+
+
+def _chown_tree(folder: Path, uid: int) -> None:
+    os.chown(folder, uid, uid)
+    for parent, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            os.chown(os.path.join(parent, name), uid, uid)
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove the folder even if the code made parts of it unreadable; never follow a
+    symlink the code left (``chmod`` would act on its target)."""
+
+    def make_writable_and_retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        try:
+            for candidate in (os.path.dirname(path), path):
+                if stat.S_ISDIR(os.lstat(candidate).st_mode):
+                    os.chmod(candidate, 0o700)
+            func(path)
+        except OSError:
+            pass  # leave it; a temp folder is not worth failing the check for
+
+    shutil.rmtree(folder, onerror=make_writable_and_retry)
+
+
+def start(
+    spec: Spec, level: IsolationLevel, timeout_s: float, memory_mb: int, fds: list[int]
+) -> Started:
+    """Start the job's interpreter; ``fds`` (the link's end) are passed to it."""
+    job = spec.job
+    report_file = tempfile.TemporaryFile() if job.report else None  # the host's, not the job's
+    pass_fds = list(fds)
+    env: dict[str, str] = dict(job.env)
+    if fds:
+        env["DEEPREFLECT_LINK_FD"] = str(fds[0])
+    if report_file is not None:
+        pass_fds.append(report_file.fileno())
+        env["DEEPREFLECT_REPORT_FD"] = str(report_file.fileno())
+    config: dict[str, Any] = {
+        "root": str(spec.folder),
+        "rlimits": _rlimits(timeout_s, memory_mb, spec.uid),
+        "mode": level,
+    }
+    build = _kernel_command if level == "kernel" else _process_command
+    command = build(spec, config, env)
+    try:
+        proc = subprocess.Popen(  # no preexec_fn: checks run in threads, where it may deadlock
+            command.args,
+            cwd=spec.folder,
+            env=command.env,
+            pass_fds=pass_fds + command.opened,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **command.user,
+        )
+    except BaseException:
+        if report_file is not None:
+            report_file.close()
+        raise
+    finally:
+        for fd in command.opened:
+            os.close(fd)
+    assert proc.stdout is not None and proc.stderr is not None
+    captures = {proc.stdout: Capture(job.max_output), proc.stderr: Capture(job.max_output)}
+    return Started(spec, proc, captures, cast(IO[bytes] | None, report_file), time.monotonic())
+
+
+def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
+    """bubblewrap around the interpreter; the bootstrap copies the files into its tmpfs."""
+    config.update(uid=spec.uid, copy_from=bwrap.SOURCE, writable=["/tmp"])
+    env = {**_environment(spec.folder, "/tmp"), **env}
+    args = bwrap.command(spec.folder, root=spec.uid is not None, disk_bytes=_DISK_LIMIT, env=env)
+    args += [sys.executable, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
+    return _Command(args + list(spec.job.argv), env)
+
+
+def _process_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
+    """The interpreter itself, as the throw-away user when the host is root."""
+    interpreter, interpreter_env, opened = _interpreter(spec.uid)
+    config["readable"] = _readable_roots() + [os.path.realpath(p) for p in spec.job.readable]
+    args = [interpreter, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
+    user: dict[str, Any] = {}
+    if spec.uid is not None:
+        user = {"user": spec.uid, "group": spec.uid, "extra_groups": []}
+    env = {**_environment(spec.folder, str(spec.folder)), **env, **interpreter_env}
+    return _Command(args + list(spec.job.argv), env, opened, user)
+
+
+def _rlimits(timeout_s: float, memory_mb: int, uid: int | None) -> dict[str, tuple[int, int]]:
+    cpu = math.ceil(timeout_s) + 1
+    # RLIMIT_NPROC counts every task of the user: a throw-away uid has none but ours.
+    nproc = PROCESSES_PER_JOB + (0 if uid is not None else tasks_of_user(os.getuid()))
+    return {
+        "RLIMIT_CPU": (cpu, cpu + 1),
+        "RLIMIT_AS": (memory_mb * 1024 * 1024,) * 2,
+        "RLIMIT_FSIZE": (FILE_SIZE_LIMIT,) * 2,
+        "RLIMIT_NPROC": (nproc, nproc),
+        "RLIMIT_CORE": (0, 0),
+    }
+
+
+def _interpreter(uid: int | None) -> tuple[str, dict[str, str], list[int]]:
+    """(executable, env additions, fds to pass) that start this Python as ``uid``.
+
+    A throw-away user often cannot reach the interpreter (pyenv under ``/root``, mode 0700).
+    The parent opens the installation folder and passes the descriptor: ``/proc/self/fd/N``
+    reaches it without walking through ``/root``. Nothing else under ``/root`` is exposed.
+    """
+    if uid is None:
+        return sys.executable, {}, []
+    home_fd = os.open(sys.base_prefix, os.O_RDONLY | os.O_DIRECTORY)
+    home = f"/proc/self/fd/{home_fd}"
+    executable = os.path.realpath(sys.executable)
+    if Path(executable).is_relative_to(sys.base_prefix):
+        executable = f"{home}/{os.path.relpath(executable, sys.base_prefix)}"
+    extra = {"PYTHONHOME": home, "LD_LIBRARY_PATH": f"{home}/lib"}
+    fds = [home_fd]
+    if sys.prefix != sys.base_prefix:  # a virtualenv: its site-packages hold the tools
+        venv_fd = os.open(sys.prefix, os.O_RDONLY | os.O_DIRECTORY)
+        fds.append(venv_fd)
+        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        extra["PYTHONPATH"] = f"/proc/self/fd/{venv_fd}/lib/{version}/site-packages"
+    return executable, extra, fds
+
+
+def _readable_roots() -> list[str]:
+    """What process-mode code may read besides its folder: the interpreter and libraries."""
+    roots = {sys.base_prefix, sys.prefix, "/usr", "/lib", "/lib64", "/etc/localtime"}
+    roots |= {p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)}
+    roots -= {"/", os.path.expanduser("~"), os.getcwd()}  # a venv in the checkout is enough
+    return sorted(os.path.realpath(r) for r in roots)
+
+
+def _environment(folder: Path, tmpdir: str) -> dict[str, str]:
+    """Built from nothing: secrets in ``os.environ`` never leak."""
+    return {
+        "PATH": _PATH,
+        "HOME": str(folder),
+        "TMPDIR": tmpdir,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+    }

@@ -1,0 +1,133 @@
+"""Find, measure and kill every process of a sandboxed job, ``setsid()`` daemons included.
+
+A job's processes are found by its throw-away uid when the host is root (the kernel then
+keeps other jobs' processes out of the count), else by descent from its first process. The
+watcher sums memory and counts processes over the whole run, not per process, so six
+children of 400 MB each cannot hide under a 512 MB limit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+
+PROCESSES_PER_JOB = 64  # processes and threads one job may have at once
+WATCH_EVERY_S = 0.05
+
+Member = tuple[int, int | None]
+"""How to find a job's processes: (pid of its first process, its throw-away uid or None)."""
+
+
+def pids() -> list[int]:
+    """Every process on the machine (that this process can see)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def tasks_of_user(uid: int) -> int:
+    """Processes and threads running as ``uid``: they count against its RLIMIT_NPROC."""
+    count = 0
+    for pid in pids():
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def members(pid: int, uid: int | None) -> list[int]:
+    """Every live process of the job: by its throw-away uid, else by descent from ``pid``."""
+    if uid is not None:
+        return [other for other in pids() if _uid_of(other) == uid]
+    return list(_descendants(pid))
+
+
+def has_exited(pid: int) -> bool:
+    """True once ``pid`` has exited; it stays a zombie (unreaped) so its group id stays ours."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def kill_all(pid: int, uid: int | None) -> None:
+    """SIGKILL the job's session and every process it left, until none is left."""
+    for _ in range(50):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        left = [other for other in members(pid, uid) if other != pid or not has_exited(other)]
+        if not left:
+            return
+        for other in left:
+            try:
+                os.kill(other, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+def reap(proc: subprocess.Popen[bytes]) -> int | None:
+    """The exit code of a killed job's first process, None if it cannot be reaped."""
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+class Watch:
+    """Memory and process count of the whole run, summed over all its processes."""
+
+    def __init__(self, jobs: Sequence[Member], limit_bytes: int) -> None:
+        self.jobs = list(jobs)
+        self.limit = limit_bytes
+        self.next_at = 0.0
+
+    def over(self, now: float) -> str | None:
+        """``"killed"`` (too many processes), ``"memory"`` or None; looks at most every
+        ``WATCH_EVERY_S``, since walking ``/proc`` is not free."""
+        if now < self.next_at:
+            return None
+        self.next_at = now + WATCH_EVERY_S
+        found = [pid for job in self.jobs for pid in members(*job)]
+        if len(found) > PROCESSES_PER_JOB * len(self.jobs):
+            return "killed"
+        rss = sum(_rss(pid) for pid in found)
+        return "memory" if rss > self.limit else None
+
+
+def _rss(pid: int) -> int:
+    """Resident memory the process does not share (forked copies share most of theirs)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            fields = handle.read().split()
+        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _descendants(root: int) -> Iterable[int]:
+    children: dict[int, list[int]] = {}
+    for pid in pids():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        yield pid
+        todo.extend(children.get(pid, []))
