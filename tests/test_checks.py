@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import string
@@ -17,8 +18,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, run, sandbox
-from agent.checks import describe_kinds, register_check, run_check, validate_check_spec
+from agent.checks import describe_kinds, register_check, validate_check_spec
 from agent.checks import registry as check_registry
+from agent.checks import run_check as _run_check
 from agent.checks import sql as sql_kind
 from agent.checks.report import EVIDENCE_CHARS
 from agent.prompts import load_prompt, render
@@ -34,6 +36,15 @@ SLUG_TESTS = (
     "def test_lowercase():\n"
     "    assert slugify('AB') == 'ab'\n"
 )
+
+WEAKER = " [weaker isolation: process sandbox; install bubblewrap for kernel isolation]"
+
+
+def run_check(*args, **kwargs):
+    """``run_check`` with the process sandbox's one-line warning taken off the evidence, so
+    the exact evidence below holds under either isolation level (test_forgery tests it)."""
+    report = _run_check(*args, **kwargs)
+    return {**report, "evidence": report["evidence"].removesuffix(WEAKER)}
 
 
 def check(spec, content: str | None, path: str = "out.txt", **kwargs):
@@ -258,8 +269,12 @@ HOSTILE_TIMEOUT_S = 2
     ("code", "evidence"),
     [
         ("while True:\n    pass", "timed out after 2 s"),
-        ("data = b'x' * 4_000_000_000", "MemoryError at line 1: data = b'x' * 4_000_000_000"),
-        ("import os\nwhile True: os.fork()", "Resource temporarily unavailable"),
+        (
+            "data = b'x' * 4_000_000_000",
+            re.escape("MemoryError at line 1: data = b'x' * 4_000_000_000"),
+        ),
+        # the fork fails (RLIMIT_NPROC) or the run's summed memory is killed first
+        ("import os\nwhile True: os.fork()", "Resource temporarily unavailable|memory limit"),
     ],
     ids=["infinite-loop", "4gb-allocation", "fork-bomb"],
 )
@@ -270,7 +285,7 @@ def test_hostile_python_check_fails_within_its_time_bound(code, evidence):
 
     assert time.monotonic() - started < HOSTILE_TIMEOUT_S + 1
     assert not report["passed"] and report["score"] == 0.0
-    assert evidence in report["evidence"]
+    assert re.search(evidence, report["evidence"]), report["evidence"]
 
 
 def test_python_check_cannot_read_the_hosts_api_key(monkeypatch):
