@@ -46,6 +46,7 @@ from typing import Any
 
 from agent.checks import validate_check_spec
 from agent.errors import ConfigError
+from agent.prompts import render
 from agent.vfs import PathError, validate_path
 
 __all__ = [
@@ -191,13 +192,6 @@ def load_dataset(name: str, *, limit: int | None = None) -> list[Task]:
 
 # -- HumanEval ------------------------------------------------------------------------------
 
-HUMANEVAL_INSTRUCTIONS = """Complete the Python function `{entry}` below.
-Write the whole module to {path}: keep the imports, the signature and the docstring exactly,
-and implement the body. Do not add tests, prints or an `if __name__ == "__main__"` block.
-
-```python
-{prompt}```"""
-
 
 def humaneval_tasks(*, limit: int | None = None, problems_file: str | None = None) -> list[Task]:
     """HumanEval's problems as tasks (needs the ``eval`` extra of deepreflect)."""
@@ -217,7 +211,7 @@ def humaneval_task(problem: Mapping[str, Any]) -> Task:
     code = f"{problem['test']}\n\ncheck({entry})\n"
     return Task(
         id=problem["task_id"],
-        prompt=HUMANEVAL_INSTRUCTIONS.format(entry=entry, path=HUMANEVAL_PATH, prompt=prompt),
+        prompt=render("humaneval_task", entry=entry, path=HUMANEVAL_PATH, prompt=prompt),
         path=HUMANEVAL_PATH,
         check={"kind": "python", "code": code, "timeout_s": HUMANEVAL_TIMEOUT_S},
         reference=prompt + problem["canonical_solution"],
@@ -231,22 +225,7 @@ _EXAMPLE_LINE = (
     r"^\s*(?:>>>\s*)?({name}\(.*\))\s*(?:==>|==|➞|=>|->|should return|returns?|=)\s*(.+)$"
 )
 # the python kind's check code: evaluate every example, fail with all the mismatches quoted
-_EXAMPLES_CODE = """
-_deepreflect_failed = []
-for _call, _want in {examples!r}:
-    try:
-        _got = eval(_call)
-    except Exception as _exc:
-        _deepreflect_failed.append(f"{{_call}} raised {{type(_exc).__name__}}: {{_exc}}")
-        continue
-    try:
-        _ok = _got == eval(_want)
-    except Exception:
-        _ok = repr(_got) == _want
-    if not _ok:
-        _deepreflect_failed.append(f"{{_call}} returned {{_got!r}}, expected {{_want}}")
-assert not _deepreflect_failed, "docstring examples failed: " + "; ".join(_deepreflect_failed)
-"""
+_EXAMPLES_PROGRAM = Path(__file__).parent / "eval" / "examples_check.py"
 
 
 def docstring_examples(prompt: str, entry: str) -> list[tuple[str, str]]:
@@ -303,4 +282,11 @@ def examples_check(prompt: str, entry: str) -> dict[str, Any]:
     examples = docstring_examples(prompt, entry)
     if not examples:
         return {"kind": "python", "code": f"assert callable({entry}), '{entry} is not defined'"}
-    return {"kind": "python", "code": _EXAMPLES_CODE.format(examples=examples), "timeout_s": 10.0}
+    return {"kind": "python", "code": _examples_code(examples), "timeout_s": 10.0}
+
+
+def _examples_code(examples: list[tuple[str, str]]) -> str:
+    """``agent/eval/examples_check.py`` with this problem's examples in place."""
+    program = _EXAMPLES_PROGRAM.read_text(encoding="utf-8")
+    body = program.split("\nEXAMPLES: list[tuple[str, str]] = []\n", 1)[1]
+    return f"EXAMPLES = {examples!r}\n{body}"
