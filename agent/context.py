@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
@@ -41,9 +42,16 @@ class Context:
         default=None,
         metadata={"description": "Model for the subagents; None uses `model`."},
     )
-    critic_model: str | None = field(
+    judge_model: str | None = field(
         default=None,
         metadata={"description": "Judge model for rubric checks and critiques; None uses `model`."},
+    )
+    critic_model: str | None = field(
+        default=None,
+        metadata={
+            "description": "Deprecated: the old name of `judge_model` (for one release it also "
+            "sets the `critic` subagent's model, as before)."
+        },
     )
     workload: str = field(
         default="report",
@@ -104,6 +112,23 @@ class Context:
             "function_calling, json_schema or json_mode (for servers without tools)."
         },
     )
+
+    def __post_init__(self) -> None:
+        """Take the deprecated ``critic_model`` as ``judge_model`` for one release. Silent
+        when both agree, as in a Context rebuilt from one stored with ``asdict``."""
+        if self.critic_model is None or self.critic_model == self.judge_model:
+            return
+        if self.judge_model is None:
+            self.judge_model = self.critic_model
+            note = "it sets judge_model"
+        else:
+            note = "judge_model is set, so it only sets the critic subagent's model"
+        warnings.warn(
+            f"Context.critic_model is deprecated ({note}): use judge_model for the judge of "
+            "rubric checks and critiques; `critic` is the name of a subagent",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
     def depth_cap(self) -> int:
         """The reflection depth cap in force: explicit, else by workload, never above 10.

@@ -1,177 +1,85 @@
-"""One model factory (``provider:name``), the scripted model used by tests and the demo,
-and the metered way every node calls a model."""
+"""One model factory (``provider:name``), the role names, and the metered way every node
+calls a model: usage counted per role, and every call tagged with structured metadata.
+
+Every call carries ``config={"metadata": ...}``, the LangChain way:
+
+- ``role``: ``planner``, ``reflection``, ``judge`` or the subagent's name, on every call;
+- the planner's ``answer`` (the human's, "" if none) and ``reason`` (why it replans);
+- a subagent's ``step_id``, ``expected_output`` (the artifact's path), ``instructions``,
+  ``revision`` (0 for the first draft, then 1, 2, ...) and ``inputs`` (the paths it can
+  read); the judge's calls carry the ``step_id``, ``expected_output`` and ``instructions``
+  of the step whose artifact they review.
+
+LangSmith traces show it, ``stream_mode="messages"`` hands it to chat UIs with each token
+(parallel steps told apart), and scripted models answer from it. The planner's,
+reflection's and the judge's JSON calls are tagged ``NOSTREAM_TAGS``, so chat UIs do not
+render them as chat.
+"""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import threading
-import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from langchain_core.outputs import LLMResult
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel, ValidationError
 
 from agent.errors import ConfigError
+from agent.scenarios import scenario_model
+from agent.scripted import ScriptedChatModel, is_model, tool_call
 
-_STEP_MARKER = re.compile(r"^step_id: (\S+)$", re.MULTILINE)
+__all__ = [
+    "JUDGE",
+    "NOSTREAM_TAGS",
+    "Metered",
+    "ScriptedChatModel",
+    "UsageCollector",
+    "judge_alias",
+    "load_model",
+    "merge_usage",
+    "tool_call",
+    "total_tokens",
+    "usage_of",
+    "with_metadata",
+]
+
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
-
-def tool_call(name: str, **args: Any) -> AIMessage:
-    """A scripted answer that calls one tool."""
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": _call_id()}])
-
-
-def _call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:12]}"
-
-
-def _text(messages: Sequence[BaseMessage]) -> str:
-    return "\n".join(m.text if isinstance(m.content, list) else str(m.content) for m in messages)
+JUDGE = "judge"
+"""The role that reviews artifacts (rubric checks, critiques). It was called ``critic``,
+which is also the name of a built-in subagent; ``critic`` now means only the subagent."""
+_OLD_JUDGE = "critic"
+# LangGraph 1.x skips a call tagged "nostream" in stream_mode="messages"; older releases
+# and LangSmith's chat views look for "langsmith:nostream".
+NOSTREAM_TAGS = tuple(dict.fromkeys((TAG_NOSTREAM, "langsmith:nostream")))
 
 
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``build_graph(models=...)`` with the judge under its new name.
 
-
-def _to_message(item: Any) -> AIMessage:
-    if isinstance(item, AIMessage):
-        message = item.model_copy(deep=True)
-    elif isinstance(item, Mapping) and set(item) == {"tool_calls"}:
-        calls = [
-            {"name": c["name"], "args": dict(c.get("args", {})), "id": c.get("id") or _call_id()}
-            for c in item["tool_calls"]
-        ]
-        message = AIMessage(content="", tool_calls=calls)
-    elif isinstance(item, Mapping | list):
-        message = AIMessage(content=json.dumps(item))
-    else:
-        message = AIMessage(content=str(item))
-    for call in message.tool_calls:
-        call["id"] = call.get("id") or _call_id()
-    return message
-
-
-class ScriptedChatModel(BaseChatModel):
-    """A deterministic chat model that replays scripted answers and records every prompt.
-
-    ``responses`` is a list replayed in order; or a mapping from a step id to such a list,
-    picked by the ``step_id: <id>`` line of the prompt so parallel subagents stay
-    deterministic; or use ``responder`` to answer from the prompt itself (stateless, so a
-    thread resumed in another process gets the same answers). An item may be a string, a
-    dict (sent as JSON, or ``{"tool_calls": [...]}``), an ``AIMessage``, an exception to
-    raise, or a callable of the messages returning one of those.
+    Deprecated for one release: ``models={"critic": m}`` without a ``"judge"`` entry still
+    makes ``m`` the judge (and, as before, the ``critic`` subagent's model), with a
+    DeprecationWarning. Pass ``"judge"`` for the judge; ``"critic"`` will then mean only
+    the built-in ``critic`` subagent.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    responses: Any = None
-    responder: Any = None
-    name: str | None = "scripted"
-    calls: list[list[BaseMessage]] = []
-    _positions: dict[str, int] = PrivateAttr(default_factory=dict)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    def __init__(self, responses: Any = None, **kwargs: Any) -> None:
-        if responses is not None and not isinstance(responses, Mapping):
-            responses = list(responses)
-        super().__init__(responses=responses, calls=[], **kwargs)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def _next(self, messages: list[BaseMessage]) -> Any:
-        if self.responder is not None:
-            return self.responder  # called outside the lock: responders may block
-        script = self.responses
-        key = ""
-        if isinstance(script, Mapping):
-            match = _STEP_MARKER.search(_text(messages))
-            key = match.group(1) if match and match.group(1) in script else ""
-            if key not in script:
-                msg = f"ScriptedChatModel has no script for step {key or '<none>'}"
-                raise RuntimeError(msg)
-            script = script[key]
-        position = self._positions.get(key, 0)
-        if script is None or position >= len(script):
-            msg = f"ScriptedChatModel ran out of responses after {position} call(s)" + (
-                f" for step {key}" if key else ""
-            )
-            raise RuntimeError(msg)
-        self._positions[key] = position + 1
-        return script[position]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        with self._lock:
-            self.calls.append(list(messages))
-            item = self._next(list(messages))
-        while callable(item) and not isinstance(item, BaseException | AIMessage):
-            item = item(list(messages))
-        if isinstance(item, BaseException):
-            raise item
-        message = _to_message(item)
-        out_text = str(message.content) + json.dumps([c["args"] for c in message.tool_calls])
-        prompt_tokens = _estimate_tokens(_text(messages))
-        completion_tokens = _estimate_tokens(out_text)
-        message.usage_metadata = {
-            "input_tokens": prompt_tokens,
-            "output_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable:
-        """Tool calls come from the script, so binding only has to keep the model callable."""
-        return self
-
-    def with_structured_output(
-        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
-    ) -> Runnable:
-        """Parse the scripted answer (JSON text or the first tool call) into ``schema``."""
-
-        def parse(raw: AIMessage) -> dict[str, Any]:
-            try:
-                if raw.tool_calls:
-                    data: Any = raw.tool_calls[0]["args"]
-                else:
-                    data = json.loads(_strip_fences(str(raw.content)))
-                parsed = schema.model_validate(data) if _is_model(schema) else data
-                return {"raw": raw, "parsed": parsed, "parsing_error": None}
-            except (ValueError, ValidationError, TypeError) as exc:
-                return {"raw": raw, "parsed": None, "parsing_error": exc}
-
-        def run(result: dict[str, Any]) -> Any:
-            if include_raw:
-                return result
-            if result["parsing_error"] is not None:
-                raise result["parsing_error"]
-            return result["parsed"]
-
-        return self | RunnableLambda(parse) | RunnableLambda(run)
-
-
-def _is_model(schema: Any) -> bool:
-    return isinstance(schema, type) and issubclass(schema, BaseModel)
-
-
-def _strip_fences(text: str) -> str:
-    text = text.strip()
-    fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.DOTALL)
-    return fenced.group(1) if fenced else text
+    roles = dict(models or {})
+    if _OLD_JUDGE in roles and JUDGE not in roles:
+        warnings.warn(
+            'models={"critic": ...} as the judge is deprecated: pass models={"judge": ...} '
+            'for rubric checks and critiques; "critic" will mean only the critic subagent',
+            DeprecationWarning,
+            stacklevel=4,  # build_graph's caller (through build_graph and the role lookup)
+        )
+        roles[JUDGE] = roles[_OLD_JUDGE]
+    return roles
 
 
 # ---------------------------------------------------------------------------- factory
@@ -189,8 +97,6 @@ def load_model(spec: str | BaseChatModel, role: str = "default") -> BaseChatMode
         raise ConfigError(msg)
     provider, name = spec.split(":", 1)
     if provider == "scripted":
-        from agent.scenarios import scenario_model
-
         return scenario_model(name, role)
     if provider == "openai":
         return _openai(name)
@@ -271,19 +177,50 @@ class UsageCollector(BaseCallbackHandler):
                     self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
 
 
-class Metered:
-    """Calls one role's model and keeps the usage it reported."""
+def with_metadata(runnable: Runnable, metadata: Mapping[str, Any]) -> Runnable:
+    """``runnable`` with ``metadata`` added to every call. Unlike ``with_config`` on a bound
+    runnable, which replaces its config, this keeps what it already carries (callbacks,
+    its role, its tags): nested bindings merge their configs."""
+    return RunnableBinding(bound=runnable, kwargs={}, config={"metadata": dict(metadata)})
 
-    def __init__(self, model: BaseChatModel, role: str, structured_method: str) -> None:
+
+class Metered:
+    """Calls one role's model, tags each call with the role's metadata, and keeps the usage
+    it reported.
+
+    ``metadata`` goes with every call, after ``{"role": role}``; ``invoke`` and
+    ``structured`` add their own per call. Structured calls (the planner's, reflection's)
+    and the judge's (``observed``) are tagged ``NOSTREAM_TAGS``.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        role: str,
+        structured_method: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
         self.model = model
         self.role = role
         self.structured_method = structured_method
+        self.metadata: dict[str, Any] = {"role": role, **(metadata or {})}
         self.usage: dict[str, dict[str, int]] = {}
 
+    def config(
+        self, metadata: Mapping[str, Any] | None = None, *, nostream: bool = False
+    ) -> RunnableConfig:
+        """The config of one call: the role's metadata plus ``metadata``."""
+        config = RunnableConfig(metadata={**self.metadata, **(metadata or {})})
+        if nostream:
+            config["tags"] = list(NOSTREAM_TAGS)
+        return config
+
     def observed(self) -> tuple[Runnable, UsageCollector]:
-        """The model with a usage callback, for code that invokes it itself."""
+        """The model with a usage callback and the role's config, for code that invokes it
+        itself (the judge inside a rubric check)."""
         collector = UsageCollector(self.role)
-        return self.model.with_config(callbacks=[collector]), collector
+        config = self.config(nostream=True)
+        return self.model.with_config(config, callbacks=[collector]), collector
 
     def _count(self, message: BaseMessage | None) -> None:
         self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
@@ -292,14 +229,25 @@ class Metered:
     def tokens(self) -> int:
         return total_tokens(self.usage)
 
-    def invoke(self, messages: list[BaseMessage], tools: Sequence[Any] | None = None) -> AIMessage:
+    def invoke(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AIMessage:
+        """One call (with ``tools`` bound, if any); ``metadata`` is added to the role's."""
         runnable: Runnable = self.model.bind_tools(list(tools)) if tools else self.model
-        answer = runnable.invoke(messages)
+        answer = runnable.invoke(messages, config=self.config(metadata))
         self._count(answer)
         return answer
 
     def structured(
-        self, messages: list[BaseMessage], schema: type[SchemaT]
+        self,
+        messages: list[BaseMessage],
+        schema: type[SchemaT],
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> tuple[SchemaT | None, str]:
         """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
         kwargs: dict[str, Any] = {"include_raw": True}
@@ -310,14 +258,15 @@ class Metered:
                 # With a pydantic class the openai client parses, and raises, inside invoke;
                 # with its JSON schema a malformed answer reaches us for a retry, usage intact.
                 target = schema.model_json_schema()
+        runnable = self.model.with_structured_output(target, **kwargs)
         # include_raw=True: the answer is always a {"raw", "parsed", "parsing_error"} dict
         result = cast(
-            dict[str, Any], self.model.with_structured_output(target, **kwargs).invoke(messages)
+            dict[str, Any], runnable.invoke(messages, config=self.config(metadata, nostream=True))
         )
         raw = result.get("raw")
         self._count(raw)
         parsed = result.get("parsed")
-        if isinstance(parsed, Mapping) and _is_model(schema):
+        if isinstance(parsed, Mapping) and is_model(schema):
             try:
                 parsed = schema.model_validate(parsed)
             except ValidationError as exc:

@@ -21,12 +21,12 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-from agent import reflection as rules
+import agent.reflection as rules
 from agent.budget import budget_left
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
 from agent.errors import ErrorClass, classify, describe
-from agent.models import Metered, merge_usage, total_tokens
+from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
 from agent.prompts import render
@@ -93,15 +93,11 @@ class Planner:
     def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
-        metered = self.roles.metered("planner", ctx)
+        asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
+        metered = self.roles.metered("planner", ctx, asked)
         try:
             outcome = ask_planner(
-                metered,
-                state,
-                self.roles.registry,
-                reason=str(request.get("reason", "")),
-                answer=str(request.get("answer", "")),
-                max_plan_steps=ctx.max_plan_steps,
+                metered, state, self.roles.registry, **asked, max_plan_steps=ctx.max_plan_steps
             )
         except Exception as exc:
             return model_failure(exc, "planner", state, ctx, {"usage": metered.usage})
@@ -172,7 +168,7 @@ class Subagent:
         if problems := ctx.validate():  # a run resumed mid-round with a bad Context
             return {"trajectory": [_config_error_event(state, problems)]}
         spec = self.roles.registry[step["action"]]
-        judge, judge_usage = self.roles.metered("critic", ctx).observed()
+        judge, judge_usage = self.roles.metered(JUDGE, ctx).observed()
         worker = StepWorker(
             step=step,
             goal=state["goal"],

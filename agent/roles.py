@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.context import Context
-from agent.models import Metered, load_model
+from agent.models import JUDGE, Metered, judge_alias, load_model
 from agent.subagents import SubAgent
 
 __all__ = ["Roles"]
@@ -24,7 +24,7 @@ class Roles:
         models: Mapping[str, BaseChatModel | str] | None = None,
     ) -> None:
         self.registry = dict(registry)
-        self.models = dict(models or {})
+        self.models = judge_alias(models)  # models={"critic": ...}: deprecated judge
 
     def model_for(self, role: str, ctx: Context) -> BaseChatModel:
         """Explicit override, the subagent's own model, ``default``, then the Context."""
@@ -37,12 +37,16 @@ class Roles:
             return load_model(self.models["default"], role)
         by_role: dict[str, Any] = {
             "planner": ctx.planner_model,
-            "critic": ctx.critic_model,
+            JUDGE: ctx.judge_model,
+            "critic": ctx.critic_model,  # deprecated alias of judge_model: set both, as before
             "reflection": None,
         }
         chosen = by_role.get(role, ctx.subagent_model) or ctx.model
         return load_model(chosen, role)
 
-    def metered(self, role: str, ctx: Context) -> Metered:
-        """The role's model, counting the tokens it reports."""
-        return Metered(self.model_for(role, ctx), role, ctx.structured_output)
+    def metered(
+        self, role: str, ctx: Context, metadata: Mapping[str, Any] | None = None
+    ) -> Metered:
+        """The role's model, counting the tokens it reports; its calls carry ``role`` and
+        ``metadata``."""
+        return Metered(self.model_for(role, ctx), role, ctx.structured_output, metadata)

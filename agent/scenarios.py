@@ -1,33 +1,29 @@
 """Scripted scenarios (``scripted:<name>``): deterministic models for the demo and the tests.
 
-Each role answers from the prompt it is given, not from a call counter, so a thread paused
-in one process and resumed in another gets the same answers (design.md, CLI contract).
+Each role answers from the call it is given, not from a call counter, so a thread paused
+in one process and resumed in another gets the same answers (design.md, CLI contract). A
+call is read from its metadata (``agent.models.Metered``: the planner's ``answer`` and
+``reason``, a subagent's ``step_id``, ``instructions`` and ``revision``) and from the JSON
+data in it (reflection's situation), never from a prompt's wording.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agent.errors import ConfigError
-from agent.models import ScriptedChatModel, tool_call
+from agent.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
 
 SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap")
 
-_ANSWER = re.compile(r"^Human answer to the last question \(empty if none\): (.*)$", re.M)
-_REASON = re.compile(r"^Why a new plan is needed \(empty on the first plan\): (.*)$", re.M)
-_STEP = re.compile(r"^step_id: (\S+)$", re.M)
-_INSTRUCTIONS = re.compile(r"^Your step: (.*)$", re.M)
 
-
-def _human(messages: list[BaseMessage]) -> str:
-    texts = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
-    return texts[0] if texts else ""
+def _first_line(value: Any) -> str:
+    """A metadata text as the scenarios use it: its first line, stripped."""
+    return (str(value or "").splitlines() or [""])[0].strip()
 
 
 def _step(
@@ -187,37 +183,24 @@ def _artifact(step_id: str, instructions: str, revision: bool) -> AIMessage:
     )
 
 
-def _subagent(messages: list[BaseMessage]) -> Any:
+def _subagent(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
     if isinstance(messages[-1], ToolMessage):
         return "Artifact written."
-    prompt = _human(messages)
-    step = _STEP.search(prompt)
-    instructions = _INSTRUCTIONS.search(prompt)
     return _artifact(
-        step.group(1) if step else "S1",
-        instructions.group(1) if instructions else "",
-        revision="did not pass its check" in prompt,
+        str(metadata.get("step_id") or "S1"),
+        _first_line(metadata.get("instructions")),
+        revision=bool(metadata.get("revision")),
     )
 
 
 # ------------------------------------------------------------------------------ roles
 
 
-def _planner(plan_for: Callable[[str, str], dict]) -> Callable[[list[BaseMessage]], Any]:
-    def respond(messages: list[BaseMessage]) -> Any:
-        prompt = _human(messages)
-        answer = (_ANSWER.search(prompt) or ("", ""))[1].strip()
-        reason = (_REASON.search(prompt) or ("", ""))[1].strip()
-        return plan_for(answer, reason)
+def _planner(plan_for: Callable[[str, str], dict]) -> Responder:
+    def respond(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
+        return plan_for(_first_line(metadata.get("answer")), _first_line(metadata.get("reason")))
 
     return respond
-
-
-def _situation(messages: list[BaseMessage]) -> dict[str, Any]:
-    try:
-        return json.loads(_human(messages))
-    except json.JSONDecodeError:
-        return {}
 
 
 def finish_or_continue(s: dict[str, Any]) -> dict[str, Any]:
@@ -238,8 +221,8 @@ def finish_or_continue(s: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "continue", "reason": "steps remain"}
 
 
-def _reflection(decide: Callable[[dict[str, Any]], dict]) -> Callable[[list[BaseMessage]], Any]:
-    return lambda messages: decide(_situation(messages))
+def _reflection(decide: Callable[[dict[str, Any]], dict]) -> Responder:
+    return lambda messages: decide(prompt_json(messages))
 
 
 def _escalating(s: dict[str, Any]) -> dict[str, Any]:
@@ -255,6 +238,11 @@ def _escalating(s: dict[str, Any]) -> dict[str, Any]:
 
 def _never_satisfied(s: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "replan", "reason": "the report could be sharper"}
+
+
+def _approve(messages: list[BaseMessage]) -> dict[str, Any]:
+    """The judge of every scenario: no issue with any artifact."""
+    return {"issues": [], "score": 1.0}
 
 
 _PLANNERS: dict[str, Callable[[str, str], dict]] = {
@@ -278,12 +266,13 @@ def scenario_model(name: str, role: str) -> BaseChatModel:
     if name not in SCENARIOS:
         msg = f"unknown scripted scenario {name!r}; choose one of {', '.join(SCENARIOS)}"
         raise ConfigError(msg)
+    responder: Responder
     if role == "planner":
         responder = _planner(_PLANNERS[name])
     elif role == "reflection":
         responder = _reflection(_REFLECTIONS[name])
-    elif role == "critic":
-        responder = lambda _messages: {"issues": [], "score": 1.0}  # noqa: E731
+    elif role in ("judge", "critic"):  # "critic": the judge's old name, for one release
+        responder = _approve
     else:
         responder = _subagent
     return ScriptedChatModel(responder=responder, name=f"scripted:{name}:{role}")

@@ -37,11 +37,10 @@ def chain(n: int) -> list[dict[str, Any]]:
 def writer(size: int) -> Callable:
     """A subagent that writes ``size`` bytes to its step's artifact, then stops."""
 
-    def respond(messages):
+    def respond(messages, metadata):
         if isinstance(messages[-1], ToolMessage):
             return "written"
-        prompt = str(messages[1].content)
-        path = prompt.split("Write the artifact: ", 1)[1].split("\n", 1)[0]
+        path = metadata["expected_output"]
         return tool_call("write_file", path=path, content=(path + "\n").ljust(size, "x"))
 
     return respond

@@ -79,13 +79,13 @@ _THREAD = re.compile(r"thread=([\w.-]+)")
 # ---------------------------------------------------------------------------- worker
 
 
-def _write(messages: list[BaseMessage]) -> Any:
+def _write(messages: list[BaseMessage], metadata: dict[str, Any]) -> Any:
     """A stateless subagent: writes its step's artifact, tagged with the thread id."""
     if isinstance(messages[-1], ToolMessage):
         return "written"
     prompt = "\n".join(str(m.content) for m in messages if m.type == "human")
     thread_id = _THREAD.search(prompt).group(1)  # from "Goal of the whole run: ..."
-    step_id = re.search(r"^step_id: (\S+)$", prompt, re.M).group(1)
+    step_id = metadata["step_id"]
     path = OUTPUTS[step_id]
     if path.endswith(".json"):
         body = json.dumps({"thread": f"thread={thread_id}", "step": step_id})

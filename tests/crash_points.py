@@ -7,9 +7,10 @@ itself SIGKILL at the k-th call of one kind: a subagent model call, a reflection
 a ``done_when`` check. Forking keeps 12 kill points inside a few seconds instead of paying the
 interpreter's import time per point.
 
-Every role answers from its prompt alone, so the process that resumes a killed thread gets
-the same answers; artifact contents carry the writing process's pid and a random nonce, so a
-regenerated artifact never has the hash of the one it replaced.
+Every role answers from its call alone (its metadata and data, never a prompt's wording), so
+the process that resumes a killed thread gets the same answers; artifact contents carry the
+writing process's pid and a random nonce, so a regenerated artifact never has the hash of the
+one it replaced.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import signal
 import sqlite3
 import sys
@@ -27,13 +27,14 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ScriptedChatModel, build_graph
 from agent.checks import register_check
 from agent.models import tool_call
 from agent.runner import run
+from agent.scripted import prompt_json
 
 CHECK_KIND = "crashpoint"
 CATEGORIES = ("subagent", "check", "reflection")
@@ -67,10 +68,6 @@ STEP_OF = {s["expected_output"]: s["step_id"] for s in PLAN}
 TOTALS = {"subagent": 12, "check": 6, "reflection": 3}
 
 
-def _human(messages: list[BaseMessage]) -> str:
-    return "\n".join(str(m.content) for m in messages if isinstance(m, HumanMessage))
-
-
 class Roles:
     """The scripted roles plus per-step call counters; ``hook(kind, key)`` runs before each."""
 
@@ -92,21 +89,20 @@ class Roles:
             self.calls[kind][key] = self.calls[kind].get(key, 0) + 1
         self.hook(kind, key)
 
-    def write(self, messages: list[BaseMessage]) -> Any:
-        prompt = _human(messages)
-        step_id = re.search(r"^step_id: (\S+)$", prompt, re.M).group(1)
+    def write(self, messages: list[BaseMessage], metadata: dict[str, Any]) -> Any:
+        step_id = metadata["step_id"]
         self.count("subagent", step_id)
         if isinstance(messages[-1], ToolMessage):
             return "written"
         path = OUTPUTS[step_id]
         # The step's own earlier draft is listed among its inputs only on a second attempt.
-        second_attempt = f"- {path}" in prompt
+        second_attempt = path in metadata["inputs"]
         verdict = "BAD" if step_id in FLAKY and not second_attempt else "GOOD"
         body = f"{path} {verdict} pid={os.getpid()} nonce={uuid.uuid4().hex}\n"
         return tool_call("write_file", path=path, content=body)
 
     def reflect(self, messages: list[BaseMessage]) -> Any:
-        situation = json.loads(str(messages[-1].content))
+        situation = prompt_json(messages)
         self.count("reflection", str(situation.get("step")))
         if all(s["done"] for s in situation["plan"]["steps"]):
             return END

@@ -23,14 +23,14 @@ PLAN = [step("S1", "a.md"), step("S2", "b.md"), step("S3", "c.md")]
 def main(db: str, log: str) -> None:
     base = writer()
 
-    def subagent(messages):
-        text = "\n".join(str(m.content) for m in messages)
+    def subagent(messages, metadata):
+        is_s3 = metadata["step_id"] == "S3"
         with open(log, "a") as handle:
-            handle.write(("S3" if "step_id: S3" in text else "other") + "\n")
-        if "step_id: S3" in text and os.environ.get("CRASH") == "1":
+            handle.write(("S3" if is_s3 else "other") + "\n")
+        if is_s3 and os.environ.get("CRASH") == "1":
             time.sleep(1.0)  # let S1 and S2 finish and their writes reach SQLite
             os.kill(os.getpid(), signal.SIGKILL)
-        return base(messages)
+        return base(messages, metadata)
 
     roles = {
         "planner": ScriptedChatModel([{"steps": PLAN}]),

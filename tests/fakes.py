@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import string
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
 from agent.models import tool_call
+from agent.prompts import load_prompt
 
 
 def step(
@@ -42,20 +44,38 @@ def chain(n: int, size: int = 20) -> list[dict[str, Any]]:
     ]
 
 
-def human_text(messages: list[BaseMessage]) -> str:
-    return "\n".join(str(m.content) for m in messages if isinstance(m, HumanMessage))
+def prompt_values(name: str, text: str) -> dict[str, str] | None:
+    """The values ``render(name, ...)`` filled in to produce ``text``, or None if ``text``
+    is not that prompt. Read from the prompt file itself, so it survives any rewording:
+    the way a test recognises a prompt, or a fake server recovers what a call was about."""
+    pattern, seen = "", set()
+    for literal, field, _spec, _conversion in string.Formatter().parse(load_prompt(name)):
+        pattern += re.escape(literal)
+        if field is not None:
+            pattern += f"(?P={field})" if field in seen else f"(?P<{field}>.*?)"
+            seen.add(field)
+    found = re.fullmatch(pattern, text, re.DOTALL)
+    return found.groupdict() if found else None
+
+
+def calls_of(model: ScriptedChatModel, step_id: str) -> list[list[BaseMessage]]:
+    """The prompts ``model`` received for one step, told apart by their metadata."""
+    return [
+        messages
+        for messages, metadata in zip(model.calls, model.call_metadata, strict=True)
+        if metadata.get("step_id") == step_id
+    ]
 
 
 def writer(contents: Callable[[str, str, bool], str] | Mapping[str, str] | None = None):
-    """A subagent responder: writes the step's output (content chosen per step), then stops."""
+    """A subagent responder: writes the step's output (content chosen per step), then stops.
+    It reads its step from the call's metadata, never from the prompt."""
 
-    def respond(messages: list[BaseMessage]) -> Any:
+    def respond(messages: list[BaseMessage], metadata: dict[str, Any]) -> Any:
         if isinstance(messages[-1], ToolMessage):
             return "written"
-        prompt = human_text(messages)
-        step_id = re.search(r"^step_id: (\S+)$", prompt, re.M).group(1)
-        path = re.search(r"(?:Write the artifact: |The artifact )(\S+)", prompt).group(1)
-        revision = "did not pass its check" in prompt
+        step_id, path = metadata["step_id"], metadata["expected_output"]
+        revision = bool(metadata["revision"])
         if callable(contents):
             body = contents(step_id, path, revision)
         elif contents is not None:
@@ -80,7 +100,7 @@ def models(
     roles: dict[str, Any] = {
         "planner": planner,
         "reflection": ScriptedChatModel(reflections or []),
-        "critic": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
+        "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
         "default": ScriptedChatModel(responder=subagent or writer()),
     }
     roles.update(extra)

@@ -3,7 +3,10 @@
 It speaks ``POST /v1/chat/completions`` (plain JSON, or server-sent events when the request
 says ``"stream": true``) and decides every answer with the project's own scenario logic
 (``agent.scenarios.scenario_model``), so a run through ``langchain-openai`` and
-``OPENAI_BASE_URL`` behaves exactly like a ``scripted:<scenario>`` run, over real HTTP.
+``OPENAI_BASE_URL`` behaves exactly like a ``scripted:<scenario>`` run, over real HTTP. The
+metadata the agent gives each call does not travel over the wire, so the server recovers it
+(the role, a step's id and revision) from the prompt files themselves: it keeps working
+however the prompts are worded.
 
     with serve("happy") as server:
         os.environ["OPENAI_BASE_URL"] = server.base_url   # http://127.0.0.1:PORT/v1
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -37,7 +39,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from agent.prompts import load_prompt
 from agent.scenarios import scenario_model
+from agent.subagents import BUILTIN_ROLES
+from tests.fakes import prompt_values
 
 COMPLETION_TOKENS = 7
 TOKENS_PER_MESSAGE = 10
@@ -52,20 +57,35 @@ _ERRORS = {  # status -> (message, type, code), as OpenAI words them
     500: ("The server had an error while processing your request", "server_error", None),
     503: ("The engine is currently overloaded", "server_error", None),
 }
-_SUBAGENT = re.compile(r"You are the (\w+) subagent")
+# the prompt file each role's system message is rendered from
+_SYSTEM_PROMPTS = {"planner": "planner", "reflection": "reflection", "judge": "critic"}
+# the prompt files a subagent's task is rendered from, and whether each is a revision
+_TASK_PROMPTS = {"subagent_task": 0, "subagent_revision": 1}
 
 
 def role_of(messages: list[BaseMessage]) -> str:
-    """Which deepreflect role sent the request, read from its system prompt."""
+    """Which deepreflect role sent the request, told by the prompt file of its system message."""
     system = next((str(m.content) for m in messages if isinstance(m, SystemMessage)), "")
-    if system.startswith("You are the planner"):
-        return "planner"
-    if system.startswith("You are the reflection node"):
-        return "reflection"
-    if system.startswith("You are a strict, independent reviewer"):
-        return "critic"  # the judge of rubric checks (prompts/critic.txt)
-    found = _SUBAGENT.match(system)
-    return found.group(1) if found else "subagent"
+    for role, name in _SYSTEM_PROMPTS.items():
+        if prompt_values(name, system) is not None:
+            return role
+    found = (name for name in BUILTIN_ROLES if system == load_prompt(f"subagents/{name}"))
+    return next(found, "subagent")
+
+
+def call_metadata(role: str, messages: list[BaseMessage]) -> dict[str, Any]:
+    """The metadata the agent gave the call (``agent.models.Metered``), recovered from the
+    values filled into its first human message."""
+    human = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
+    metadata: dict[str, Any] = {"role": role}
+    if role == "planner":
+        values = prompt_values("planner_input", human) or {}
+        return metadata | {k: values.get(k, "") for k in ("answer", "reason")}
+    for name, revision in _TASK_PROMPTS.items():
+        if (values := prompt_values(name, human)) is not None:
+            keys = ("step_id", "expected_output", "instructions")
+            return metadata | {k: values[k] for k in keys} | {"revision": revision}
+    return metadata
 
 
 def _text(content: Any) -> str:
@@ -180,7 +200,8 @@ class FakeOpenAI:
         """A ``chat.completion`` object for one request body."""
         messages = to_langchain(body["messages"])
         role = role_of(messages)
-        answer = scenario_model(self.scenario, role).invoke(messages)
+        config = {"metadata": call_metadata(role, messages)}
+        answer = scenario_model(self.scenario, role).invoke(messages, config=config)
 
         message: dict[str, Any] = {"role": "assistant", "content": None}
         function = structured_function(body)

@@ -34,8 +34,7 @@ from agent.roles import Roles
 from agent.runner import thread_config
 from agent.state import CUT_KEY, MAX_GOAL_CHARS, PREVIEW_CHARS, bounded_message, bounded_messages
 from agent.subagents import build_registry
-from agent.vfs import Workspace, scratch_prefix
-from agent.worker import (
+from agent.tools import (
     MAX_ARG_DEPTH,
     arguments_problem,
     execute_tool_call,
@@ -43,7 +42,8 @@ from agent.worker import (
     summarise_value,
     vfs_tools,
 )
-from tests.fakes import END, ctx, human_text, models, sqlite_graph, step, writer
+from agent.vfs import Workspace, scratch_prefix
+from tests.fakes import END, ctx, models, prompt_values, sqlite_graph, step, writer
 
 
 def values(graph, thread_id: str = "t") -> dict[str, Any]:
@@ -61,14 +61,16 @@ def nested(depth: int, leaf: Any = "x") -> Any:
     return value
 
 
-def turns(*answers: Any) -> Callable[[list[BaseMessage]], Any]:
+def turns(*answers: Any) -> Callable[[list[BaseMessage], dict[str, Any]], Any]:
     """A subagent that gives ``answers`` one per call, then behaves like ``writer()``."""
     state = {"n": 0}
     fallback = writer()
 
-    def respond(messages: list[BaseMessage]) -> Any:
+    def respond(messages: list[BaseMessage], metadata: dict[str, Any]) -> Any:
         state["n"] += 1
-        return answers[state["n"] - 1] if state["n"] <= len(answers) else fallback(messages)
+        if state["n"] <= len(answers):
+            return answers[state["n"] - 1]
+        return fallback(messages, metadata)
 
     return respond
 
@@ -484,10 +486,9 @@ def test_a_plan_with_an_unsafe_step_id_is_retried_with_the_id_named_then_runs(tm
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("success", "end")
-    retry_prompt = human_text(roles["planner"].calls[1])
-    assert (
-        "That plan is invalid" in retry_prompt and "'S1/x' is not a short safe name" in retry_prompt
-    )
+    retry_prompt = str(roles["planner"].calls[1][-1].content)
+    assert prompt_values("planner_retry", retry_prompt)
+    assert "'S1/x' is not a short safe name" in retry_prompt
     assert set(values(graph)["files"]) == {"a.md", "b.md"}
 
 
@@ -501,7 +502,7 @@ def test_a_judge_without_permission_fails_the_run_and_keeps_the_draft(tmp_path):
         return openai.PermissionDeniedError("no access", response=forbidden, body=None)
 
     plan = [step("S1", "a.md", check="The file names its subject")]
-    roles = models(plan, [END], critic=ScriptedChatModel(responder=judge))
+    roles = models(plan, [END], judge=ScriptedChatModel(responder=judge))
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("failed", "permission_denied")

@@ -31,9 +31,9 @@ def test_killed_mid_step_then_resumed_keeps_finished_artifacts(tmp_path):
 
     calls = []
 
-    def subagent(messages):
-        calls.append("\n".join(str(m.content) for m in messages))
-        return writer()(messages)
+    def subagent(messages, metadata):
+        calls.append(metadata["step_id"])
+        return writer()(messages, metadata)
 
     roles = {
         "planner": ScriptedChatModel([]),  # must not be asked again
@@ -55,5 +55,5 @@ def test_killed_mid_step_then_resumed_keeps_finished_artifacts(tmp_path):
         "c.md": "done",
     }
     # Only the killed step ran again; S1 and S2 were kept from their saved writes.
-    assert len(calls) == 2 and all("step_id: S3" in c for c in calls)
+    assert len(calls) == 2 and all(step_id == "S3" for step_id in calls)
     assert roles["planner"].calls == []

@@ -25,7 +25,7 @@ from agent import ScriptedChatModel, resume, run
 from agent.errors import ErrorClass, classify, is_transient
 from agent.graph import DEFAULT_RETRY
 from agent.runner import thread_config
-from tests.fakes import END, ctx, human_text, models, sqlite_graph, step, writer
+from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 
 INITIAL = 0.01
 # jitter=False: LangGraph's jitter adds up to 1 s per retry, which would only slow the suite.
@@ -202,9 +202,9 @@ def test_a_reflection_failing_forever_is_resumed_without_redoing_the_subagents(t
     plan = [step("S1", "a.md"), step("S2", "b.md")]
     sub_calls: Counter[str] = Counter()
 
-    def subagent(messages):
-        sub_calls[human_text(messages).split("step_id: ")[1].split()[0]] += 1
-        return writer()(messages)
+    def subagent(messages, metadata):
+        sub_calls[metadata["step_id"]] += 1
+        return writer()(messages, metadata)
 
     script = Script(fault=lambda: TimeoutError("reflection timed out"), then=lambda m: END)
     roles = models(plan, [], subagent, reflection=ScriptedChatModel(responder=script))
@@ -227,14 +227,14 @@ def test_a_subagent_timeout_is_retried_and_only_that_step_runs_again(tmp_path):
     calls: Counter[str] = Counter()
     failed = threading.Event()
 
-    def subagent(messages):
-        step_id = human_text(messages).split("step_id: ")[1].split()[0]
+    def subagent(messages, metadata):
+        step_id = metadata["step_id"]
         calls[step_id] += 1
         if step_id == "S1" and not failed.is_set():
             failed.set()
             INJECTED["TimeoutError"] += 1
             return TimeoutError("read timed out")
-        return writer()(messages)
+        return writer()(messages, metadata)
 
     plan = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
     result = run(graph_with(tmp_path, models(plan, [END], subagent)), "goal", context=ctx())
@@ -281,8 +281,8 @@ def test_a_parallel_subagent_failing_forever_keeps_its_siblings_work(tmp_path):
     siblings_done = threading.Barrier(3)
     state = {"down": True, "waited": False}
 
-    def subagent(messages):
-        step_id = human_text(messages).split("step_id: ")[1].split()[0]
+    def subagent(messages, metadata):
+        step_id = metadata["step_id"]
         calls[step_id] += 1
         if step_id == "S2" and state["down"]:
             if not state["waited"]:  # fail only once S1 and S3 have finished their steps
@@ -291,7 +291,7 @@ def test_a_parallel_subagent_failing_forever_keeps_its_siblings_work(tmp_path):
                 time.sleep(0.2)
             INJECTED["RateLimitError"] += 1
             return TRANSIENT["openai.RateLimitError"]()
-        answer = writer()(messages)
+        answer = writer()(messages, metadata)
         if isinstance(answer, str) and state["down"]:  # the final line: the draft is written
             siblings_done.wait(timeout=10)
         return answer
@@ -330,7 +330,7 @@ def test_a_parallel_subagent_failing_forever_keeps_its_siblings_work(tmp_path):
 def test_a_transient_judge_error_is_retried_not_blamed_on_the_artifact(tmp_path):
     judge_script = Script([TRANSIENT["openai.RateLimitError"]()], then=lambda m: {"score": 1.0})
     plan = [step("S1", "a.md", check="The file names its subject")]
-    roles = models(plan, [END], critic=ScriptedChatModel(responder=judge_script))
+    roles = models(plan, [END], judge=ScriptedChatModel(responder=judge_script))
     graph = graph_with(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     checks = [e for e in values(graph)["trajectory"] if e["action"] == "check"]
@@ -343,7 +343,7 @@ def test_a_judge_without_permission_stops_the_run(tmp_path):
     judge_script = Script(fault=PERMANENT["401"][0])
     plan = [step("S1", "a.md", check="The file names its subject")]
     go_on = {"decision": "continue", "reason": "try again"}
-    roles = models(plan, [go_on, go_on], critic=ScriptedChatModel(responder=judge_script))
+    roles = models(plan, [go_on, go_on], judge=ScriptedChatModel(responder=judge_script))
     result = run(graph_with(tmp_path, roles), "goal", context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("failed", "permission_denied")
     assert judge_script.calls == 1

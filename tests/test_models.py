@@ -1,11 +1,25 @@
+import dataclasses
+import json
 import threading
+import warnings
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from agent import Context
 from agent.errors import ConfigError
-from agent.models import Metered, ScriptedChatModel, load_model, merge_usage, tool_call
+from agent.models import (
+    NOSTREAM_TAGS,
+    Metered,
+    ScriptedChatModel,
+    judge_alias,
+    load_model,
+    merge_usage,
+    tool_call,
+)
+from agent.scripted import prompt_json
 
 
 class Answer(BaseModel):
@@ -38,7 +52,7 @@ def test_scripted_model_scripts_per_step_stay_deterministic_across_threads():
     out = {}
 
     def call(step_id):
-        out[step_id] = model.invoke(f"step_id: {step_id}\n").content
+        out[step_id] = model.invoke("x", config={"metadata": {"step_id": step_id}}).content
 
     threads = [threading.Thread(target=call, args=(s,)) for s in ("S1", "S2")]
     for t in threads:
@@ -46,7 +60,7 @@ def test_scripted_model_scripts_per_step_stay_deterministic_across_threads():
     for t in threads:
         t.join()
     assert out == {"S1": "s1-a", "S2": "s2-a"}
-    assert model.invoke("step_id: S1\n").content == "s1-b"
+    assert model.invoke("x", config={"metadata": {"step_id": "S1"}}).content == "s1-b"
 
 
 def test_structured_output_parses_json_and_tool_calls_and_reports_errors():
@@ -106,3 +120,74 @@ def test_openai_with_a_base_url_needs_no_key(monkeypatch):
 def test_bad_model_strings_are_config_errors(spec):
     with pytest.raises(ConfigError):
         load_model(spec)
+
+
+def test_a_two_argument_responder_gets_the_calls_metadata_and_a_one_argument_one_still_works():
+    seen = []
+    model = ScriptedChatModel(responder=lambda messages, metadata: seen.append(metadata) or "ok")
+    assert model.invoke("x", config={"metadata": {"step_id": "S7", "revision": 1}}).content == "ok"
+    assert (seen[0]["step_id"], seen[0]["revision"]) == ("S7", 1)
+    assert model.call_metadata[0]["step_id"] == "S7"
+    plain = ScriptedChatModel(responder=lambda messages: f"{len(messages)} message")
+    assert plain.invoke("x").content == "1 message"
+
+
+class Seen(BaseCallbackHandler):
+    """The tags and metadata each chat model call started with."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[list[str], dict]] = []
+
+    def on_chat_model_start(self, serialized, messages, *, tags=None, metadata=None, **kwargs):
+        self.starts.append((list(tags or []), dict(metadata or {})))
+
+
+def test_metered_calls_carry_their_role_and_only_json_calls_are_kept_out_of_chat_streams():
+    seen = Seen()
+    model = ScriptedChatModel(['{"decision": "end"}', "a draft", "{}"], callbacks=[seen])
+    metered = Metered(model, "planner", "function_calling", {"reason": "why"})
+    metered.structured([HumanMessage("x")], Answer, metadata={"answer": "yes"})
+    Metered(model, "writer", "function_calling").invoke(
+        [HumanMessage("x")], metadata={"step_id": "S1"}
+    )
+    judge, _usage = Metered(model, "judge", "function_calling").observed()
+    judge.invoke([HumanMessage("x")])
+    (planner_tags, planner), (writer_tags, writer), (judge_tags, judge_meta) = seen.starts
+    assert {k: planner[k] for k in ("role", "reason", "answer")} == {
+        "role": "planner",
+        "reason": "why",
+        "answer": "yes",
+    }
+    assert (writer["role"], writer["step_id"], judge_meta["role"]) == ("writer", "S1", "judge")
+    assert set(NOSTREAM_TAGS) <= set(planner_tags) and set(NOSTREAM_TAGS) <= set(judge_tags)
+    assert "langsmith:nostream" in NOSTREAM_TAGS and not set(NOSTREAM_TAGS) & set(writer_tags)
+
+
+def test_the_old_critic_key_is_taken_as_the_judge_for_one_release_with_a_warning():
+    judge, critic = ScriptedChatModel([]), ScriptedChatModel([])
+    with pytest.warns(DeprecationWarning, match='models=\\{"judge"'):
+        roles = judge_alias({"critic": judge})
+    assert roles == {"critic": judge, "judge": judge}  # as before: the critic subagent too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert judge_alias({"critic": critic, "judge": judge}) == {
+            "critic": critic,
+            "judge": judge,
+        }
+
+
+def test_context_critic_model_is_the_deprecated_name_of_judge_model():
+    with pytest.warns(DeprecationWarning, match="judge_model"):
+        old = Context(critic_model="scripted:happy")
+    assert old.judge_model == "scripted:happy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = Context(**dataclasses.asdict(old))  # a stored Context read back: silent
+        assert again.judge_model == "scripted:happy" and Context().judge_model is None
+
+
+def test_prompt_json_finds_the_data_a_prompt_carries_whatever_words_surround_it():
+    situation = {"plan": {"version": 1, "steps": []}, "step": 3}
+    text = f'Noise {{"decoy": 1}} then the situation:\n{json.dumps(situation, indent=1)}\nBye.'
+    assert prompt_json([SystemMessage("{}"), HumanMessage(text)]) == situation
+    assert prompt_json([HumanMessage("no data here")]) == {}

@@ -17,8 +17,9 @@ from langgraph.types import RetryPolicy
 from agent import Context, resume, run
 from agent import models as agent_models
 from agent.errors import is_transient
+from agent.prompts import render
 from agent.runner import result_of, thread_config
-from tests.fakes import sqlite_graph
+from tests.fakes import prompt_values, sqlite_graph
 from tests.openai_server import serve
 
 # jitter=False: LangGraph's jitter adds up to a second to every retry
@@ -47,7 +48,7 @@ def graph(tmp_path):
 
 
 def requests_per_role(server) -> dict[str, int]:
-    roles = ("planner", "reflection", "researcher", "writer", "critic")
+    roles = ("planner", "reflection", "researcher", "writer", "judge")
     counts = {role: len(server.requests_by_role(role)) for role in roles}
     return {role: n for role, n in counts.items() if n}
 
@@ -216,10 +217,8 @@ def test_the_escalation_scenario_pauses_and_resumes_over_the_wire(server, tmp_pa
     assert (done["status"], done["stop_reason"]) == ("success", "end")
     assert done["plan_version"] == 2
     replan = server.requests_by_role("planner")[1]
-    assert (
-        "Human answer to the last question (empty if none): engineers"
-        in (replan["messages"][-1]["content"])
-    )
+    asked = prompt_values("planner_input", replan["messages"][-1]["content"])
+    assert asked and asked["answer"] == "engineers"
     steps = values["plan"]["steps"]
     assert all("Audience: engineers." in s["instructions"] for s in steps)
     assert len(server.requests) > before
@@ -236,7 +235,7 @@ def test_a_streaming_client_gets_server_sent_events(server):
         max_retries=0,
         stream_usage=True,
     )
-    messages = [SystemMessage("You are the reflection node."), HumanMessage("{}")]
+    messages = [SystemMessage(render("reflection")), HumanMessage("{}")]
     chunks = list(model.stream(messages))
     answer = chunks[0]
     for chunk in chunks[1:]:

@@ -9,7 +9,6 @@ including garbage). Derandomized with bounded example counts so CI is determinis
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from typing import Any
 
@@ -409,12 +408,10 @@ class Cycle:
 def _subagent(drafts: list[str]):
     attempts: dict[str, int] = {}
 
-    def respond(messages: list[BaseMessage]) -> Any:
+    def respond(messages: list[BaseMessage], metadata: dict[str, Any]) -> Any:
         if isinstance(messages[-1], ToolMessage):
             return "written"
-        prompt = "\n".join(str(m.content) for m in messages if m.type == "human")
-        step_id = re.search(r"^step_id: (\S+)$", prompt, re.M).group(1)
-        path = re.search(r"(?:Write the artifact: |The artifact )(\S+)", prompt).group(1)
+        step_id, path = metadata["step_id"], metadata["expected_output"]
         n = attempts[step_id] = attempts.get(step_id, 0) + 1
         return tool_call("write_file", path=path, content=drafts[n % len(drafts)])
 
@@ -447,7 +444,7 @@ def test_the_graph_always_stops_in_a_known_state_and_success_means_done(
     roles = {
         "planner": ScriptedChatModel(responder=Cycle(planner_answers)),
         "reflection": reflection,
-        "critic": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
+        "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
         "default": ScriptedChatModel(responder=_subagent(drafts)),
     }
     graph = build_graph(models=roles, checkpointer=InMemorySaver(), retry_policy=None)

@@ -10,8 +10,10 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from agent.controller import LoopConfig
 from agent.errors import AgentError
 from agent.models import Metered, ScriptedChatModel, tool_call
+from agent.tools import execute_tool_call, vfs_tools
 from agent.vfs import Workspace
-from agent.worker import StepWorker, defect_signature, execute_tool_call, vfs_tools
+from agent.worker import StepWorker, defect_signature
+from tests.fakes import prompt_values
 
 STEP = {
     "step_id": "S1",
@@ -23,7 +25,16 @@ STEP = {
 }
 
 
-def worker(responses, *, step=STEP, inputs=None, max_rounds=2):
+# a first draft that fails its check, then the patch that passes it
+FAIL_THEN_PATCH = [
+    tool_call("write_file", path="out.txt", content="nope"),
+    "done",
+    tool_call("edit_file", path="out.txt", old="nope", new="OK"),
+    "fixed",
+]
+
+
+def worker(responses, *, step=STEP, inputs=None, max_rounds=2, judge=None):
     model = ScriptedChatModel(responses)
     return StepWorker(
         step=step,
@@ -32,7 +43,7 @@ def worker(responses, *, step=STEP, inputs=None, max_rounds=2):
         round_no=1,
         system_prompt="system",
         model=Metered(model, "coder", "function_calling"),
-        judge=None,
+        judge=judge,
         loop_config=LoopConfig(max_rounds=max_rounds),
     ), model
 
@@ -48,17 +59,10 @@ def test_a_passing_first_draft_is_done_with_its_check():
 
 
 def test_failing_evidence_reaches_the_revision_and_the_patch_passes():
-    w, model = worker(
-        [
-            tool_call("write_file", path="out.txt", content="nope"),
-            "done",
-            tool_call("edit_file", path="out.txt", old="nope", new="OK"),
-            "fixed",
-        ]
-    )
+    w, model = worker(FAIL_THEN_PATCH)
     run = w.execute()
     revision_prompt = str(model.calls[2][1].content)
-    assert "did not pass its check" in revision_prompt and "lacks" in revision_prompt
+    assert prompt_values("subagent_revision", revision_prompt) and "lacks" in revision_prompt
     assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["rounds"] == 1
 
 
@@ -136,4 +140,38 @@ def test_prompt_names_the_step_for_per_step_scripts():
     w, model = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
     w.execute()
     first = model.calls[0][1]
-    assert isinstance(first, HumanMessage) and "step_id: S1" in first.content
+    assert isinstance(first, HumanMessage)
+    assert (prompt_values("subagent_task", str(first.content)) or {}).get("step_id") == "S1"
+
+
+def test_every_call_of_a_step_carries_its_role_step_artifact_and_revision_as_metadata():
+    w, model = worker(FAIL_THEN_PATCH, inputs={"notes.md": "n"})
+    w.execute()
+    mine = ("role", "step_id", "expected_output", "instructions", "revision", "inputs")
+    seen = [{k: m[k] for k in mine} for m in model.call_metadata]
+    first = {
+        "role": "coder",
+        "step_id": "S1",
+        "expected_output": "out.txt",
+        "instructions": STEP["instructions"],
+        "revision": 0,
+        "inputs": ["notes.md"],
+    }
+    revised = {**first, "revision": 1, "inputs": ["notes.md", "out.txt"]}
+    assert seen == [first, first, revised, revised]
+
+
+def test_the_judge_of_a_rubric_check_is_told_which_step_it_reviews():
+    judge = ScriptedChatModel([{"issues": [], "score": 1.0}])
+    runnable, _usage = Metered(judge, "judge", "function_calling").observed()
+    step = {**STEP, "done_when": {"kind": "rubric", "criteria": ["says OK"]}}
+    w, _ = worker(
+        [tool_call("write_file", path="out.txt", content="OK"), "done"], step=step, judge=runnable
+    )
+    w.execute()
+    (metadata,) = judge.call_metadata
+    assert (metadata["role"], metadata["step_id"], metadata["expected_output"]) == (
+        "judge",
+        "S1",
+        "out.txt",
+    )
