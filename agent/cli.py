@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_models(ctx: Context) -> None:
     """Fail before any work when a model string cannot be used (exit code 2)."""
-    for spec in {ctx.model, ctx.planner_model, ctx.subagent_model, ctx.critic_model} - {None}:
+    roles = (ctx.model, ctx.planner_model, ctx.subagent_model, ctx.judge_model, ctx.critic_model)
+    for spec in set(roles) - {None}:
         load_model(spec)  # type: ignore[arg-type]
     if problems := ctx.validate():
         msg = "; ".join(problems)

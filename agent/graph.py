@@ -58,9 +58,11 @@ def build_graph(
     """Build the deepreflect graph.
 
     Args:
-        models: role name (``planner``, ``reflection``, ``critic``, a subagent name or
+        models: role name (``planner``, ``reflection``, ``judge``, a subagent name or
             ``default``) to a chat model or a ``provider:name`` string; roles not named
-            here use the run's ``Context``.
+            here use the run's ``Context``. ``critic`` is still accepted as the judge for
+            one release (with a DeprecationWarning); ``critic`` otherwise names the
+            built-in subagent.
         checkpointer: any LangGraph checkpointer (SQLite, PostgreSQL, memory); None for
             ``langgraph dev``, which brings its own.
         subagents: extra subagents (name, description, prompt, tools, model).

@@ -147,7 +147,7 @@ def test_a_critic_false_flag_that_breaks_a_right_draft_counts_as_a_regression():
     assert (c["flags"], c["confirmed"], c["false_flags"], c["missed"]) == (2, 1, 1, 1)
     assert c["precision"] == 0.5 and c["recall"] == 0.5
     assert by_id["add"]["calls"] == {"off": 3, "on": 6}
-    assert s["usage"]["critic"]["calls"] == 4 and s["usage"]["coder"]["calls"] == 8
+    assert s["usage"]["judge"]["calls"] == 4 and s["usage"]["coder"]["calls"] == 8
 
 
 def test_critic_precision_on_a_known_case():

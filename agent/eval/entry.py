@@ -12,7 +12,7 @@ from agent.errors import ConfigError
 from agent.eval.common import Progress
 from agent.eval.reflection import DEFAULT_ROUNDS, Evidence, run_reflection_eval
 from agent.eval.seeded import SEEDED_TIMEOUT_S, run_seeded_eval
-from agent.models import load_model
+from agent.models import JUDGE, load_model
 
 
 def evaluate(
@@ -37,7 +37,7 @@ def evaluate(
     _check_options(model, seeded_errors=seeded_errors, rounds=rounds, timeout_s=timeout_s)
     generator = load_model(model, "coder") if model is not None else None
     critic_spec = critic if critic is not None else (model if seeded_errors else None)
-    judge = load_model(critic_spec, "critic") if critic_spec is not None else None
+    judge = load_model(critic_spec, JUDGE) if critic_spec is not None else None
     tasks = load_dataset(dataset, limit=limit)
     labels = {"dataset": dataset, "model": _name(model), "critic": _name(critic_spec)}
     if seeded_errors:

@@ -47,7 +47,7 @@ from agent.controller import LoopConfig, LoopResult, revise_loop
 from agent.critic import critique_from_check, merge
 from agent.datasets import Task
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
-from agent.models import Metered, merge_usage, total_tokens
+from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.prompts import load_prompt
 from agent.worker import StepWorker
 
@@ -137,7 +137,7 @@ class _Trial:
         self.spec, self.note = _evidence_spec(task, evidence)
         self.grader = _Grader(task)
         self.coder = Metered(model, "coder", "function_calling")
-        self.judge = Metered(critic, "critic", "function_calling") if critic is not None else None
+        self.judge = Metered(critic, JUDGE, "function_calling") if critic is not None else None
         # the grading files (pytest tests) are readable only when they are the loop's evidence
         inputs = dict(task.files) if evidence == "check" else {}
         self.worker = _coder(task, self.spec, inputs, self.coder)

@@ -29,7 +29,7 @@ from agent.datasets import Task
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, summed_usage
 from agent.eval.mutations import OPERATORS, Mutant, mutants
 from agent.eval.probe import probe
-from agent.models import Metered, total_tokens
+from agent.models import JUDGE, Metered, total_tokens
 
 SEEDED_TIMEOUT_S = 3.0
 
@@ -94,7 +94,7 @@ def seed_task(
     check = dict(task.check)
     if check.get("kind") in ("python", "pytest"):
         check["timeout_s"] = timeout_s
-    judge = Metered(critic, "critic", "function_calling") if critic is not None else None
+    judge = Metered(critic, JUDGE, "function_calling") if critic is not None else None
     reference = _judge(task, task.reference, check, judge)
     record: dict[str, Any] = {"id": task.id, "reference": reference, "mutants": []}
     if not reference["check_passed"]:
