@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import string
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,3 +125,21 @@ def sqlite_graph(tmp_path: Path, roles: Mapping[str, Any], **kwargs: Any):
 
 def ctx(**overrides: Any) -> Context:
     return Context(**{"model": "scripted:happy", **overrides})
+
+
+ROOT = str(Path(__file__).resolve().parents[1])
+"""The repository: the working directory of the CLI's subprocesses."""
+
+
+def cli(*args: str, db: Any, env_extra: Mapping[str, str] | None = None):
+    """``python -m agent.cli ARGS --db DB`` in a subprocess, without the host's keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
+    env.update({"COLUMNS": "200", "PYTHONPATH": ROOT, **(env_extra or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )

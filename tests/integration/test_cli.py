@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
+
+from tests.fakes import cli
 
 pytest_plugins = ["tests.postgres"]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def cli(*args: str, db, env_extra=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
-    env.update({"COLUMNS": "200", "PYTHONPATH": ROOT, **(env_extra or {})})
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args, "--db", str(db)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
 
 
 def test_demo_shows_parallel_steps_a_failed_check_a_replan_and_success(tmp_path):

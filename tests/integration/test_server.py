@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("langgraph_sdk")
 if shutil.which("langgraph") is None:
     pytest.skip("langgraph-cli is not installed (pip install -e '.[dev]')", allow_module_level=True)

@@ -17,7 +17,7 @@ import threading
 from agent.runner import open_checkpointer
 
 pytest_plugins = ["tests.postgres"]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_two_processes_with_three_threads_each_lose_and_mix_up_nothing(threads_db):

@@ -27,7 +27,7 @@ from agent.eval import (
 from agent.eval.mutations import mutants
 from agent.models import ScriptedChatModel, tool_call
 
-SAMPLE = Path(__file__).resolve().parent.parent / "datasets" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample.jsonl"
 
 
 def write(path: str, content: str, note: str = "done") -> list:

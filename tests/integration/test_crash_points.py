@@ -27,7 +27,7 @@ from agent.runner import thread_config
 from tests import crash_points as cp
 from tests.fakes import ctx
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEED = 20240611
 PER_KIND = {"subagent": 5, "check": 4, "reflection": 3}  # 12 kill points
 CONTEXT = {"model": "scripted:happy", "max_revisions": 0}

@@ -14,7 +14,7 @@ from agent import ScriptedChatModel, build_graph, resume
 from agent.runner import thread_config
 from tests.fakes import END, ctx, writer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_killed_mid_step_then_resumed_keeps_finished_artifacts(tmp_path):

@@ -518,7 +518,7 @@ def test_a_judge_without_permission_fails_the_run_and_keeps_the_draft(tmp_path):
 
 def test_an_eval_task_whose_critic_crashes_reports_the_critics_error():
     from agent.eval import run_reflection_eval
-    from tests.test_eval import INC, write
+    from tests.integration.test_eval import INC, write
 
     model = ScriptedChatModel({"inc": write("inc.py", "def inc(x):\n    return x\n") * 3})
     critic = ScriptedChatModel([RuntimeError("the critic is down")] * 3)

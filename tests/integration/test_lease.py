@@ -36,8 +36,7 @@ from agent.lease import (
     pid_alive,
 )
 from agent.runner import NotAwaitingAnswer, answer_refusal, thread_config
-from tests.fakes import END, ctx, models, sqlite_graph, step
-from tests.test_cli import ROOT, cli
+from tests.fakes import END, ROOT, cli, ctx, models, sqlite_graph, step
 
 pytest_plugins = ["tests.postgres"]
 NOW = 1_000_000.0

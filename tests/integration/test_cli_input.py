@@ -26,7 +26,7 @@ from agent.cli import main
 from agent.pg_url import pg_conninfo, redact, scrub, split_pg_url
 from agent.progress import Progress, print_result
 from agent.result import build_result
-from tests.test_cli import ROOT
+from tests.fakes import ROOT
 
 pytest_plugins = ["tests.postgres"]
 
