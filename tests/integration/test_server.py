@@ -28,7 +28,8 @@ def _free_port() -> int:
 
 @contextmanager
 def dev_server(log: Path, config: str = "langgraph.json", env_extra: dict | None = None):
-    """`langgraph dev` on a free port, logs outside the served folder; yields an SDK client."""
+    """`langgraph dev` on a free port, logs and state outside the checkout; yields an SDK
+    client."""
     from langgraph_sdk import get_sync_client
 
     port = _free_port()
@@ -46,6 +47,8 @@ def dev_server(log: Path, config: str = "langgraph.json", env_extra: dict | None
         "--config",
         config,
     ]
+    state = Path(ROOT) / ".langgraph_api"  # where the server keeps its state: its cwd
+    had_state = state.exists()
     with open(log, "w") as handle:
         server = subprocess.Popen(
             command,
@@ -73,6 +76,9 @@ def dev_server(log: Path, config: str = "langgraph.json", env_extra: dict | None
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=20)
+        if not had_state:  # leave the checkout as the test found it
+            shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
