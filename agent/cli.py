@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("thread_id")
     res.add_argument("answer", nargs="?", help="the human answer; omit to continue as is")
     res.add_argument("--token-budget", type=int, help="raise the token budget for this turn")
+    act = res.add_mutually_exclusive_group()
+    act.add_argument(
+        "--accept", action="store_true", help="finish now with the artifacts as they are"
+    )
+    act.add_argument("--stop", action="store_true", help="finish now: nothing more runs")
     common(res)
 
     show = sub.add_parser("show", help="a thread's status, plan, artifacts and decisions")
@@ -176,6 +181,18 @@ def _state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
     return dict(values)
 
 
+def _answer(args: argparse.Namespace) -> str | dict[str, str] | None:
+    """The resume value the command line gives: an action, the answer text, or nothing."""
+    if (args.accept or args.stop) and args.answer is not None:
+        msg = "give an answer or --accept / --stop, not both"
+        raise ConfigError(msg)
+    if args.accept:
+        return {"action": "accept"}
+    if args.stop:
+        return {"action": "stop"}
+    return args.answer
+
+
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver)
@@ -185,7 +202,7 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
         _check_models(ctx)
         on_update = None if args.json else Progress(console)
         with _running(args.thread_id):
-            result = resume(graph, args.thread_id, args.answer, context=ctx, on_update=on_update)
+            result = resume(graph, args.thread_id, _answer(args), context=ctx, on_update=on_update)
     return _finish(console, result, args.json)
 
 

@@ -1,12 +1,14 @@
-"""The deep-agent graph, wired exactly as the diagram in design.md.
+"""The deep-agent graph, wired exactly as the diagram in docs/architecture.md.
 
 START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
              ├──(nothing ready)──────────► reflection  ├─ end / fail ─► finalize ─► END
-             ├──(paused, no answer)─► escalate          └─ escalate ─► (pause) ─► planner
-             └──(invalid input)─► finalize
+             ├──(paused, no answer)─► escalate          └─ escalate ─► interrupt()
+             └──(invalid input)─► finalize                 answer / continue ─► planner
+                                                            accept / stop ─► finalize
 
-The planner and reflection route with ``Command``: each returns the one destination its
-decision names, declared below so that ``graph.get_graph()`` and Studio draw every edge.
+The planner, reflection and escalate route with ``Command``: each returns the one
+destination its decision names, declared below so that ``graph.get_graph()`` and Studio draw
+every edge.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from langgraph.types import RetryPolicy
 from agent.context import Context
 from agent.errors import is_transient
 from agent.nodes import (
+    ESCALATE_DESTINATIONS,
     PLANNER_DESTINATIONS,
     REFLECTION_DESTINATIONS,
     Planner,
@@ -50,7 +53,7 @@ def build_graph(
     subagents: Sequence[SubAgent | Mapping[str, Any]] | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY,
     max_tool_turns: int = 12,
-    interrupt_after: Sequence[str] = ("escalate",),
+    interrupt_after: Sequence[str] = (),
     name: str = "deep_agent",
     state_schema: type[Any] = State,
     reflection_rules: Sequence[Rule] = RULES,
@@ -92,12 +95,11 @@ def build_graph(
         retry_policy=retry_policy,
         destinations=REFLECTION_DESTINATIONS,
     )
-    builder.add_node("escalate", cast(Any, escalate))
+    builder.add_node("escalate", cast(Any, escalate), destinations=ESCALATE_DESTINATIONS)
     builder.add_node("finalize", cast(Any, finalize))
 
     builder.add_edge(START, "planner")
     builder.add_edge("subagent", "reflection")
-    builder.add_edge("escalate", "planner")
     builder.add_edge("finalize", END)
 
     graph = builder.compile(

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Send
+from langgraph.types import Command, Send, interrupt
 
 import agent.reflection as rules
+from agent.answers import Answer, parse_answer
 from agent.budget import budget_left
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
@@ -39,6 +42,7 @@ from agent.worker import StepWorker
 
 __all__ = [
     "MAX_GOAL_CHARS",
+    "ESCALATE_DESTINATIONS",
     "PLANNER_DESTINATIONS",
     "REFLECTION_DESTINATIONS",
     "Planner",
@@ -60,6 +64,14 @@ ReflectionRoute = Literal["planner", "escalate", "finalize"]
 PLANNER_DESTINATIONS: tuple[PlannerRoute, ...] = ("subagent", "reflection", "escalate", "finalize")
 REFLECTION_DESTINATIONS: tuple[ReflectionRoute, ...] = ("planner", "escalate", "finalize")
 # where each decision leads: the one table both reflection and forced escalations use
+EscalateRoute = Literal["planner", "finalize"]
+ESCALATE_DESTINATIONS: tuple[EscalateRoute, ...] = ("planner", "finalize")
+ESCALATE_ROUTE: dict[str, EscalateRoute] = {
+    "answer": "planner",
+    "continue": "planner",
+    "accept": "finalize",
+    "stop": "finalize",
+}
 ROUTE: dict[rules.DecisionName, ReflectionRoute] = {
     "continue": "planner",
     "replan": "planner",
@@ -252,7 +264,7 @@ def command_for(
         entry["final_answer"] = d.final_answer
     update = update | {"decisions": [entry], "reflection_depth": entry["depth"]}
     if d.decision == "escalate":
-        update["escalation"] = rules.escalation_payload(d, s)
+        update |= paused(state, rules.escalation_payload(d, s))
     elif d.decision == "fail":
         update |= {"status": "failed", "stop_reason": d.stop_reason}
     elif d.decision == "replan":
@@ -299,20 +311,49 @@ def model_failure(
     return command_for(decision, state, ctx, update)
 
 
-def escalate(state: StateView) -> dict[str, Any]:
-    """Surface the question; the graph pauses after this node until a human answers."""
-    payload = state.get("escalation") or {}
-    question = payload.get("question", "How should I proceed?")
-    suggestions = payload.get("suggested_responses") or []
-    text = question + "".join(f"\n- {s}" for s in suggestions)
+def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
+    """What a thread holds while it waits for a human: the escalation, its status, the
+    question as an AI message and the ``Result`` (written before ``escalate`` pauses, since a
+    node that calls ``interrupt()`` writes nothing until it is resumed)."""
+    labels = [c["label"] for c in payload.get("suggested_responses") or []]
+    text = payload.get("question", "How should I proceed?") + "".join(f"\n- {x}" for x in labels)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-    update = {
+    update: dict[str, Any] = {
+        "escalation": payload,
         "status": payload.get("status", "awaiting_input"),
         "stop_reason": payload.get("stop_reason"),
         # a fixed id: pausing again on the same question replaces, not repeats, the message
         "messages": [AIMessage(text, id=f"escalation-{digest}")],
     }
     return update | {"result": build_result({**state, **update}, _thread_id())}
+
+
+def escalate(state: StateView) -> Command[EscalateRoute]:
+    """Pause with the escalation as the ``interrupt()`` payload (Studio, agent-chat-ui and
+    the SDKs show it); resumed, act on the answer. No answer pauses again, no model called."""
+    payload = state.get("escalation") or {}
+    answer = parse_answer(interrupt(payload))
+    while answer is None:
+        answer = parse_answer(interrupt(payload))
+    return Command(goto=ESCALATE_ROUTE[answer.action], update=acted_on(answer, state))
+
+
+def acted_on(answer: Answer, state: StateView) -> dict[str, Any]:
+    """The update an answer makes: a message for the planner, a finish, or a fresh budget."""
+    done = {"escalation": None}
+    if answer.action == "answer":
+        return {"messages": [HumanMessage(answer.text, id=str(uuid.uuid4()))]}
+    if answer.action == "accept":
+        return done | {"status": "success", "stop_reason": "accepted_by_human"}
+    if answer.action == "stop":
+        return done | failed("stopped_by_human", "the human stopped the run")
+    turn = {
+        **(state.get("turn") or {}),
+        "started_at": time.time(),
+        "start_step": int(state.get("step") or 0),
+        "start_tokens": total_tokens(state.get("usage")),
+    }
+    return done | {"turn": turn, "status": "running", "stop_reason": None, "reflection_depth": 0}
 
 
 def finalize(state: StateView) -> dict[str, Any]:
@@ -322,6 +363,12 @@ def finalize(state: StateView) -> dict[str, Any]:
     if state.get("status") == "failed":
         text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}"
         update["messages"] = [AIMessage(text.strip())]
+    elif state.get("stop_reason") == "accepted_by_human":
+        done = [p for p, e in (state.get("files") or {}).items() if e.get("status") == "done"]
+        text = "Accepted as they are." + (
+            f" Artifacts done: {', '.join(sorted(done))}." if done else ""
+        )
+        update["messages"] = [AIMessage(text)]
     else:
         answer = last.get("final_answer") or "Done."
         update |= {"status": "success", "stop_reason": "end", "messages": [AIMessage(answer)]}

@@ -146,9 +146,11 @@ def print_result(console: Console, result: Result) -> None:
         console.print()
         console.print(line(("question", "bold"), f": {escalation.get('question')}"))
         for option in escalation.get("suggested_responses") or []:
-            console.print(line(f"  - {option}"))
+            label = option.get("label") if isinstance(option, Mapping) else option
+            console.print(line(f"  - {label}"))
         console.print()
         console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
+        console.print(line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)"))
     for issue in result["open_issues"][:5]:
         evidence = _short(issue.get("evidence", ""))
         console.print(line("  ", ("open", "red"), f" {issue.get('step_id')}: {evidence}"))

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent.answers import choices
 from agent.budget import budget_left
 from agent.context import Context
 from agent.models import total_tokens
@@ -355,7 +356,7 @@ def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
     return {
         "question": d.question or d.reason,
         "artifacts_ready_for_review": s.done_files(),
-        "suggested_responses": d.suggested_responses,
+        "suggested_responses": choices(d.suggested_responses),
         "reflection_depth": s.depth + (1 if d.counts_depth else 0),
         "reason": d.reason,
         "stop_reason": d.stop_reason or "model_escalated",

@@ -66,7 +66,10 @@ def build_result(state: Mapping[str, Any], thread_id: str | None = None) -> Resu
     return {
         "status": status,
         "stop_reason": state.get("stop_reason"),
-        "converged": status == "success" and all(is_done(s, files) for s in steps),
+        # accepted by a human: a success, never a convergence
+        "converged": status == "success"
+        and state.get("stop_reason") != "accepted_by_human"
+        and all(is_done(s, files) for s in steps),
         "final_answer": _final_answer(state) if status == "success" else None,
         "artifacts": artifacts,
         "open_issues": open_issues(files),

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from agent.checkpointers import db_location, list_threads, open_checkpointer
 from agent.context import Context, as_context
@@ -120,12 +121,16 @@ def run(
 def resume(
     graph: Graph,
     thread_id: str,
-    answer: str | None = None,
+    answer: str | Mapping[str, Any] | None = None,
     *,
     context: Context | Mapping[str, Any] | None = None,
     on_update: OnUpdate | None = None,
 ) -> Result:
     """Answer a paused thread with a new user message, or, with no answer, continue it.
+
+    ``answer`` is text, or an action (``{"action": "accept"}``, ``{"action": "stop"}``,
+    ``{"action": "continue"}``, one of the escalation's ``suggested_responses`` values),
+    which resumes the pending ``interrupt()`` with ``Command(resume=answer)``.
 
     With no answer an escalated thread pauses again on the same question without calling a
     model, and a thread whose process died mid-run carries on from its last checkpoint. An
@@ -141,10 +146,23 @@ def resume(
         refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
         if answer is not None and refusal:
             raise NotAwaitingAnswer(refusal)
-        message = bounded_message(HumanMessage(answer)) if answer is not None else None
-        payload = {"messages": [message]} if message is not None else None
+        payload = _resume_payload(graph, thread_id, answer)
         ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
         return _stream(graph, payload, thread_id, ctx or Context(), on_update, lease)
+
+
+def _resume_payload(graph: Graph, thread_id: str, answer: str | Mapping[str, Any] | None) -> Any:
+    """Text goes in as a new message (cut like any message when oversized); an action resumes
+    the pending interrupt; nothing continues the thread as it is."""
+    if answer is None:
+        return None
+    if isinstance(answer, str):
+        return {"messages": [bounded_message(HumanMessage(answer))]}
+    snapshot = graph.get_state(thread_config(thread_id))
+    if not any(task.interrupts for task in snapshot.tasks):
+        msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"
+        raise ConfigError(msg)
+    return Command(resume=dict(answer))
 
 
 def _ctx(context: Context | Mapping[str, Any] | None) -> Context:

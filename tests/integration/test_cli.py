@@ -83,3 +83,20 @@ def test_openai_without_credentials_is_a_usage_error(tmp_path):
 def test_unknown_thread_is_a_usage_error(tmp_path):
     done = cli("resume", "no-such-thread", "hi", db=tmp_path / "t.sqlite")
     assert done.returncode == 2 and "not found" in done.stderr
+
+
+def test_a_depth_capped_demo_is_accepted_or_stopped_at_once_from_the_cli(tmp_path):
+    for flag, status, stop_reason, code in (
+        ("--accept", "success", "accepted_by_human", 0),
+        ("--stop", "failed", "stopped_by_human", 1),
+    ):
+        db = tmp_path / f"{flag}.sqlite"
+        paused = cli("demo", "--scenario", "depth-cap", "--json", db=db)
+        assert paused.returncode == 3, paused.stderr
+        before = json.loads(paused.stdout)
+        done = cli("resume", before["thread_id"], flag, "--json", db=db)
+        result = json.loads(done.stdout)
+        assert done.returncode == code, done.stderr
+        assert (result["status"], result["stop_reason"]) == (status, stop_reason)
+        assert result["converged"] is False
+        assert result["usage"] == before["usage"]  # no model was called

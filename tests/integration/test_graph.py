@@ -6,10 +6,11 @@ import json
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.types import Command
 
 from agent import ScriptedChatModel, resume, run
 from agent.models import tool_call
-from agent.runner import thread_config
+from agent.runner import result_of, thread_config
 from tests.fakes import END, chain, ctx, models, prompt_values, sqlite_graph, step, writer
 
 CONTAINS_OK = {"kind": "contains", "all": ["OK"]}
@@ -71,11 +72,14 @@ def test_escalation_pauses_and_a_new_message_on_the_thread_resumes_it(tmp_path):
     paused = run(graph, "summarise the filing", context=ctx(), thread_id="t")
     assert paused["status"] == "awaiting_input" and paused["stop_reason"] == "model_escalated"
     snapshot = graph.get_state(thread_config("t"))
-    assert snapshot.next == ("planner",)  # interrupt_after escalate
+    assert snapshot.next == ("escalate",)  # paused inside escalate, on interrupt()
     escalation = snapshot.values["escalation"]
+    assert [i.value for t in snapshot.tasks for i in t.interrupts] == [escalation]
     assert escalation["question"] == "Which year?"
     assert escalation["artifacts_ready_for_review"] == ["a.md"]
-    assert escalation["suggested_responses"] == ["2024"]
+    assert escalation["suggested_responses"] == [
+        {"label": "2024", "value": {"action": "answer", "text": "2024"}}
+    ]
     assert escalation["reflection_depth"] == 1
 
     done = resume(graph, "t", "2024", context=ctx())
@@ -83,6 +87,73 @@ def test_escalation_pauses_and_a_new_message_on_the_thread_resumes_it(tmp_path):
     assert done["status"] == "success"
     assert values["escalation"] is None
     assert "2024" in str(roles["planner"].calls[-1][-1].content)  # the answer reached the planner
+
+
+def _paused_on_depth_cap(tmp_path):
+    replan = {"decision": "replan", "reason": "could be better"}
+    roles = models([{"steps": [step("S1", "a.md")]}] * 8, [replan] * 8)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    paused = run(graph, "goal", context=ctx(workload="qa"), thread_id="t")
+    assert (paused["status"], paused["stop_reason"]) == ("awaiting_input", "depth_cap")
+    return graph, roles
+
+
+def _calls(roles) -> int:
+    return sum(len(m.calls) for m in roles.values() if isinstance(m, ScriptedChatModel))
+
+
+def test_command_resume_accept_finishes_at_once_with_the_artifacts_as_they_are(tmp_path):
+    graph, roles = _paused_on_depth_cap(tmp_path)
+    before = _calls(roles)
+    graph.invoke(Command(resume={"action": "accept"}), thread_config("t"), context=ctx())
+    result = result_of(graph, "t")
+    assert (result["status"], result["stop_reason"]) == ("success", "accepted_by_human")
+    assert result["converged"] is False and result["escalation"] is None
+    assert _calls(roles) == before  # no model called
+
+
+def test_command_resume_stop_fails_the_run_and_nothing_more_runs(tmp_path):
+    graph, roles = _paused_on_depth_cap(tmp_path)
+    before = _calls(roles)
+    graph.invoke(Command(resume={"action": "stop"}), thread_config("t"), context=ctx())
+    result = result_of(graph, "t")
+    assert (result["status"], result["stop_reason"]) == ("failed", "stopped_by_human")
+    assert _calls(roles) == before
+
+
+def test_a_suggested_choice_sent_back_whole_resumes_with_its_value(tmp_path):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    choices = graph.get_state(thread_config("t")).values["escalation"]["suggested_responses"]
+    stop = next(c for c in choices if c["label"] == "stop here")
+    graph.invoke(Command(resume=stop), thread_config("t"), context=ctx())
+    assert result_of(graph, "t")["stop_reason"] == "stopped_by_human"
+
+
+def test_command_resume_with_text_reaches_the_planner_and_the_run_goes_on(tmp_path):
+    ask = {"decision": "escalate", "question": "Which year?"}
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(), thread_id="t")
+    graph.invoke(Command(resume="engineers"), thread_config("t"), context=ctx())
+    assert result_of(graph, "t")["status"] == "success"
+    assert "engineers" in str(roles["planner"].calls[-1][-1].content)
+
+
+def test_command_resume_continue_with_a_higher_budget_goes_on(tmp_path):
+    plan = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
+    roles = models(plan, [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    paused = run(graph, "goal", context=ctx(max_steps=1), thread_id="t")
+    assert (paused["status"], paused["stop_reason"]) == ("budget_exhausted", "step_budget")
+    more = ctx(max_steps=5)  # the caller's Context holds the budgets; continue restarts the turn
+    graph.invoke(Command(resume={"action": "continue"}), thread_config("t"), context=more)
+    assert result_of(graph, "t")["status"] == "success"
+
+
+def test_resume_with_an_action_through_the_python_api(tmp_path):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    done = resume(graph, "t", {"action": "accept"}, context=ctx())
+    assert (done["status"], done["stop_reason"]) == ("success", "accepted_by_human")
 
 
 def test_resuming_without_an_answer_pauses_again_without_any_model_call(tmp_path):

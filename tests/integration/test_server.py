@@ -111,7 +111,9 @@ def test_escalation_interrupts_the_thread_and_a_new_message_resumes_it(client):
     state = client.threads.get_state(thread["thread_id"])
     escalation = state["values"]["escalation"]
     assert escalation["question"].startswith("Who is the report for")
-    assert escalation["suggested_responses"] == ["engineers", "executives"]
+    assert [c["label"] for c in escalation["suggested_responses"]] == ["engineers", "executives"]
+    interrupts = client.threads.get(thread["thread_id"])["interrupts"]
+    assert [i["value"] for values in interrupts.values() for i in values] == [escalation]
     assert state["values"]["plan"]["version"] == 1
     summaries = state["values"]["file_summaries"]
     assert summaries["report.md"]["status"] == "done" and "content" not in summaries["report.md"]
@@ -122,6 +124,22 @@ def test_escalation_interrupts_the_thread_and_a_new_message_resumes_it(client):
     )
     assert final["status"] == "success" and final["stop_reason"] == "end"
     assert client.threads.get(thread["thread_id"])["status"] == "idle"
+
+
+def test_command_resume_through_the_sdk_acts_on_the_answer(client):
+    context = {"model": "scripted:escalation"}
+    for resume, expected in (
+        ("engineers", ("success", "end")),
+        ({"action": "stop"}, ("failed", "stopped_by_human")),
+    ):
+        thread = client.threads.create()
+        client.runs.wait(
+            thread["thread_id"], "deep_agent", input=_user("Write a report"), context=context
+        )
+        final = client.runs.wait(
+            thread["thread_id"], "deep_agent", command={"resume": resume}, context=context
+        )
+        assert (final["status"], final["stop_reason"]) == expected
 
 
 def test_streamed_updates_show_planner_subagent_and_reflection(client):
