@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from agent.checks import run_check
-from agent.controller import LoopConfig, revise_loop
+from agent.controller import LoopConfig, LoopResult, revise_loop
 from agent.critic import critique_from_check
 from agent.errors import ErrorClass, classify, describe
 from agent.models import Metered, merge_usage, with_metadata
@@ -206,7 +206,6 @@ class StepWorker:
     # -- the whole step -----------------------------------------------------------------
     def execute(self) -> StepRun:
         """Run the step to a stop reason; a fatal model error is recorded, not raised."""
-        path = self.step["expected_output"]
         try:
             result = revise_loop(
                 self.step["instructions"],
@@ -220,10 +219,16 @@ class StepWorker:
             if isinstance(exc, GraphBubbleUp) or error_class is ErrorClass.TRANSIENT:
                 raise  # the node's RetryPolicy retries the whole step
             self._error_event(exc)
-            self.run.usage = merge_usage(self.run.usage, self.model.usage)
-            return self.run
-        if result.error is not None:  # the loop stopped on it but kept the best draft
-            self._error_event(result.error)
+        else:
+            if result.error is not None:  # the loop stopped on it but kept the best draft
+                self._error_event(result.error)
+            self._record(result)
+        self.run.usage = merge_usage(self.run.usage, self.model.usage)
+        return self.run
+
+    def _record(self, result: LoopResult) -> None:
+        """The step's files (artifact, scratch, critique) and its result event."""
+        path = self.step["expected_output"]
         best = result.best or ""
         if self.workspace.contents().get(path, None) != best and best:
             self.workspace.write(path, best)
@@ -235,17 +240,8 @@ class StepWorker:
         }
         passed = bool(result.converged and report.get("passed"))
         issues = list(result.issues or [])
-        signature = (
-            None
-            if passed
-            else defect_signature(
-                self.step_id,
-                issues
-                or [
-                    {"id": "check", "severity": "blocking", "evidence": report.get("evidence", "")}
-                ],
-            )
-        )
+        fallback = [{"id": "check", "severity": "blocking", "evidence": report.get("evidence", "")}]
+        signature = None if passed else defect_signature(self.step_id, issues or fallback)
         for scratch_path, content in self.workspace.written.items():
             if scratch_path != path:
                 self.run.files[scratch_path] = file_entry(
@@ -263,23 +259,7 @@ class StepWorker:
                 rounds=result.rounds,
                 defect=signature,
             )
-        critique_path = f"{scratch_prefix(self.step_id)}critique.json"
-        if passed:
-            if critique_path in self.workspace.ls():
-                self.run.files[critique_path] = None
-        else:
-            body = json.dumps(
-                {"step_id": self.step_id, "stop_reason": result.stop_reason, "open_issues": issues},
-                indent=1,
-            )
-            self.run.files[critique_path] = file_entry(
-                body,
-                step=self.round,
-                status="active",
-                step_id=self.step_id,
-                kind="critique",
-                defect=signature,
-            )
+        self._critique_file(passed, result.stop_reason, issues, signature)
         self._event(
             "result",
             passed=passed,
@@ -288,5 +268,25 @@ class StepWorker:
             defect=signature,
             observation=str(report.get("evidence", ""))[:300],
         )
-        self.run.usage = merge_usage(self.run.usage, self.model.usage)
-        return self.run
+
+    def _critique_file(
+        self, passed: bool, stop_reason: str, issues: list[dict[str, Any]], signature: str | None
+    ) -> None:
+        """A failed step leaves its open issues in ``work/<step_id>/critique.json`` (reflection
+        sees it); a passing one removes an earlier critique."""
+        critique_path = f"{scratch_prefix(self.step_id)}critique.json"
+        if passed:
+            if critique_path in self.workspace.ls():
+                self.run.files[critique_path] = None
+            return
+        body = json.dumps(
+            {"step_id": self.step_id, "stop_reason": stop_reason, "open_issues": issues}, indent=1
+        )
+        self.run.files[critique_path] = file_entry(
+            body,
+            step=self.round,
+            status="active",
+            step_id=self.step_id,
+            kind="critique",
+            defect=signature,
+        )
