@@ -1,7 +1,7 @@
 """The revise loop inside a subagent: ordinary code, not the model, decides when to stop.
 
 Draft, gather evidence, critique, then stop or revise (seeds 002 and 003, as settled in
-design.md). The loop keeps the best draft seen and decides only from the critique, and a
+docs/architecture.md). The loop keeps the best draft seen and decides only from the critique, and a
 failing callable does not lose the drafts already made (seed 002, section 8: the "crashing"
 critic).
 """
@@ -50,7 +50,7 @@ CritiqueFn = Callable[
 class LoopConfig:
     """Bounds of one revise loop.
 
-    There is no score threshold: the loop passes when no blocking issue is left (design.md).
+    There is no score threshold: the loop passes when no blocking issue is left (docs/architecture.md).
     Seed 002 warns that a score is a heuristic ("0.81 on a broken SQL query is still broken").
     """
 

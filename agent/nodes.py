@@ -273,7 +273,7 @@ def command_for(
 
 
 def invalid_plan(errors: list[str]) -> rules.Decision:
-    """design.md: an invalid plan is retried once with its errors, then escalated."""
+    """docs/architecture.md: an invalid plan is retried once with its errors, then escalated."""
     shown = "; ".join(errors)
     return rules.Decision(
         "escalate",

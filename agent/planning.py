@@ -1,4 +1,4 @@
-"""Asking the planner model for a plan: one retry with the validation errors (design.md),
+"""Asking the planner model for a plan: one retry with the validation errors (docs/architecture.md),
 then the merge with the plan it replaces. No graph here: the planner node calls this."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def ask_planner(
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)
-    for _attempt in range(2):  # design.md: one retry with the errors, then escalate
+    for _attempt in range(2):  # docs/architecture.md: one retry with the errors, then escalate
         draft, raw = metered.structured(messages, PlanDraft)
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])

@@ -1,4 +1,4 @@
-"""Reflection (seed 000): the decision rules, in design.md's order, one function each.
+"""Reflection (seed 000): the decision rules, in docs/architecture.md's order, one function each.
 
 Each rule returns a :class:`Decision` or ``None``; the first decision wins. Only when no rule
 decides is the model asked, and its answer is validated by :func:`validate_decision`.
@@ -245,7 +245,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def decide_by_rule(s: Situation, rules: Sequence[Rule] = RULES) -> Decision | None:
-    """Apply the rules in design.md's order; None means the model must be asked."""
+    """Apply the rules in docs/architecture.md's order; None means the model must be asked."""
     for rule in rules:
         if (decision := rule(s)) is not None:
             return decision

@@ -12,7 +12,7 @@ from agent.plan import is_done
 
 
 class Result(TypedDict):
-    """Why a run stopped and what it left behind (design.md, CLI --json)."""
+    """Why a run stopped and what it left behind (docs/architecture.md, CLI --json)."""
 
     status: str
     stop_reason: str | None

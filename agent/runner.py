@@ -37,7 +37,7 @@ def result_of(graph: Graph, thread_id: str) -> Result:
 
 
 OnUpdate = Callable[[str, dict[str, Any]], None]
-# Statuses in which a thread waits for a human answer (design.md, Escalation and resume).
+# Statuses in which a thread waits for a human answer (docs/architecture.md, Escalation and resume).
 WAITING = ("awaiting_input", "budget_exhausted")
 
 

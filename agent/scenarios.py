@@ -1,7 +1,7 @@
 """Scripted scenarios (``scripted:<name>``): deterministic models for the demo and the tests.
 
 Each role answers from the call it is given, not from a call counter, so a thread paused
-in one process and resumed in another gets the same answers (design.md, CLI contract). A
+in one process and resumed in another gets the same answers (docs/architecture.md, CLI contract). A
 call is read from its metadata (``agent.models.Metered``: the planner's ``answer`` and
 ``reason``, a subagent's ``step_id``, ``instructions`` and ``revision``) and from the JSON
 data in it (reflection's situation), never from a prompt's wording.

@@ -87,7 +87,7 @@ def _usage(current: dict | None, update: dict | None) -> dict:
 
 
 class State(TypedDict, total=False):
-    """The whole state of a deepreflect thread (design.md, State)."""
+    """The whole state of a deepreflect thread (docs/architecture.md, State)."""
 
     messages: Annotated[list[AnyMessage], bounded_messages]
     """The conversation: the goal, human answers, the escalation questions and final answer;
@@ -113,7 +113,7 @@ class State(TypedDict, total=False):
     status: str
     """running, success, awaiting_input, budget_exhausted or failed."""
     stop_reason: str | None
-    """Why the last run stopped (design.md, Terminal states)."""
+    """Why the last run stopped (docs/architecture.md, Terminal states)."""
     usage: Annotated[dict[str, dict[str, int]], _usage]
     """Tokens and model calls per role, summed over the thread."""
     trajectory: Annotated[list[dict[str, Any]], DeltaChannel(_append)]
