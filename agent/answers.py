@@ -1,4 +1,6 @@
-"""A human's answer to an escalation: free text, or an action that acts (seed 000, docs/architecture.md).
+"""A human's answer to an escalation: free text, or an action that acts (seed 000).
+
+See docs/architecture.md, escalate.
 
 The escalation offers its suggested responses as choices a UI can render as buttons, each a
 ``label`` and the ``value`` to resume with. A resume value is one of those values or free

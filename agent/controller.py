@@ -50,7 +50,8 @@ CritiqueFn = Callable[
 class LoopConfig:
     """Bounds of one revise loop.
 
-    There is no score threshold: the loop passes when no blocking issue is left (docs/architecture.md).
+    There is no score threshold: the loop passes when no blocking issue is left
+    (docs/architecture.md).
     Seed 002 warns that a score is a heuristic ("0.81 on a broken SQL query is still broken").
     """
 
