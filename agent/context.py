@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import types
 import warnings
 from collections.abc import Mapping
@@ -114,8 +115,15 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        """Take the deprecated ``critic_model`` as ``judge_model`` for one release. Silent
-        when both agree, as in a Context rebuilt from one stored with ``asdict``."""
+        """Fields left at their default take ``DEEPREFLECT_<FIELD>`` from the environment
+        (so ``langgraph.json``'s ``env`` or a shell sets the served graph's and the CLI's
+        defaults); then the deprecated ``critic_model`` is taken as ``judge_model``."""
+        _apply_environment(self)
+        self._take_old_judge_name()
+
+    def _take_old_judge_name(self) -> None:
+        """``critic_model`` as ``judge_model`` for one release. Silent when both agree, as in
+        a Context rebuilt from one stored with ``asdict``."""
         if self.critic_model is None or self.critic_model == self.judge_model:
             return
         if self.judge_model is None:
@@ -179,6 +187,37 @@ class Context:
 
 
 _STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
+ENV_PREFIX = "DEEPREFLECT_"
+
+
+def _apply_environment(ctx: Context) -> None:
+    """Set each field still at its default from ``DEEPREFLECT_<FIELD>``, parsed to the
+    field's type; a value that does not parse is kept as text, so ``validate`` names it."""
+    for f in fields(Context):
+        raw = os.environ.get(ENV_PREFIX + f.name.upper())
+        if raw is None or getattr(ctx, f.name) != f.default:
+            continue
+        setattr(ctx, f.name, _parsed(raw, _field_types()[f.name]))
+
+
+def _parsed(raw: str, hint: Any) -> Any:
+    text = raw.strip()
+    kinds = [k for k in get_args(hint) if k is not type(None)] or [hint]
+    if type(None) in get_args(hint) and text.lower() in ("", "none", "null"):
+        return None
+    kind = kinds[0]
+    try:
+        if kind is bool:
+            return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}[
+                text.lower()
+            ]
+        if kind in (int, float):
+            return kind(text)
+    except (KeyError, ValueError):
+        return raw
+    return text
+
+
 _KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
 
 

@@ -37,8 +37,11 @@ class AgentError(Exception):
         self.error_class = ErrorClass(error_class)
 
 
-class ConfigError(AgentError):
-    """Bad configuration (model string, missing key): the CLI exits 2 with this message."""
+class ConfigError(AgentError, ValueError):
+    """Bad configuration (model string, missing key): the CLI exits 2 with this message.
+
+    A ``ValueError`` too, so that LangGraph Server reports its text to the client (Studio,
+    agent-chat-ui) instead of a bare "internal error"."""
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorClass.INVALID_INPUT, message)
