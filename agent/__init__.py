@@ -2,6 +2,7 @@
 
 from agent.checkpointers import open_checkpointer
 from agent.context import Context
+from agent.export import artifacts
 from agent.graph import build_graph
 from agent.lease import ThreadBusy
 from agent.models import ScriptedChatModel
@@ -12,6 +13,7 @@ from agent.subagents import SubAgent
 __all__ = [
     "Context",
     "Result",
+    "artifacts",
     "ScriptedChatModel",
     "SubAgent",
     "ThreadBusy",

@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -24,6 +25,7 @@ from agent.checkpointers import (
 from agent.context import Context, as_context
 from agent.errors import ConfigError, classify, describe
 from agent.eval import evaluate, print_report
+from agent.export import ExportError, export_files
 from agent.graph import build_graph
 from agent.lease import ThreadBusy
 from agent.models import load_model
@@ -53,9 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--json", action="store_true", help="print the Result as JSON")
 
+    def out(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
+
     demo = sub.add_parser("demo", help="the whole loop on a scripted model; no key needed")
     demo.add_argument("--scenario", default="demo", choices=SCENARIOS)
     common(demo)
+    out(demo)
 
     run_p = sub.add_parser("run", help="run a goal on a new or existing thread")
     run_p.add_argument("goal")
@@ -63,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--thread", help="thread id (default: a new one)")
     run_p.add_argument("--workload", choices=["qa", "research", "report", "coding", "bughunt"])
     common(run_p)
+    out(run_p)
 
     res = sub.add_parser("resume", help="answer a paused thread (or continue a crashed one)")
     res.add_argument("thread_id")
@@ -74,10 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     act.add_argument("--stop", action="store_true", help="finish now: nothing more runs")
     common(res)
+    out(res)
 
     show = sub.add_parser("show", help="a thread's status, plan, artifacts and decisions")
     show.add_argument("thread_id")
+    show.add_argument("--file", help="print this file's content, as the thread holds it")
     common(show)
+
+    exp = sub.add_parser("export", help="write a thread's artifacts to a folder, byte for byte")
+    exp.add_argument("thread_id")
+    exp.add_argument("dir", help="the folder to write into (created if missing)")
+    exp.add_argument("--all", action="store_true", help="every file, with a status manifest")
+    exp.add_argument("--force", action="store_true", help="overwrite files that exist")
+    exp.add_argument("--db", help="threads database, as for the other commands")
 
     threads = sub.add_parser("threads", help="list the threads in the database")
     threads.add_argument("--db")
@@ -163,6 +179,7 @@ def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context
         on_update = None if args.json else Progress(console)
         with _running(thread_id):
             result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
+        _export_out(args, graph, thread_id)
     return _finish(console, result, args.json)
 
 
@@ -203,12 +220,30 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
         on_update = None if args.json else Progress(console)
         with _running(args.thread_id):
             result = resume(graph, args.thread_id, _answer(args), context=ctx, on_update=on_update)
+        _export_out(args, graph, args.thread_id)
     return _finish(console, result, args.json)
+
+
+def _export_out(args: argparse.Namespace, graph: Graph, thread_id: str) -> None:
+    """``--out DIR``: the run's done artifacts written to DIR once it stops (on stderr with
+    ``--json``, which keeps stdout for the Result)."""
+    if not getattr(args, "out", None):
+        return
+    console = Console(stderr=args.json, highlight=False, soft_wrap=True)
+    values = graph.get_state(thread_config(thread_id)).values
+    _export(console, values, args.out, include_all=False, force=False)
 
 
 def _cmd_show(args: argparse.Namespace, console: Console) -> int:
     with open_checkpointer(args.db, write=False) as saver:
         values = _state(build_graph(checkpointer=saver), args.thread_id, args.db)
+    if args.file is not None:
+        entry = (values.get("files") or {}).get(args.file)
+        if entry is None:
+            msg = f"thread {args.thread_id!r} has no file {args.file!r}"
+            raise ConfigError(msg)
+        sys.stdout.write(str(entry.get("content") or ""))
+        return 0
     result = build_result(values, args.thread_id)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
@@ -223,6 +258,30 @@ def _cmd_show(args: argparse.Namespace, console: Console) -> int:
             )
         print_result(console, result)
     return 0
+
+
+def _cmd_export(args: argparse.Namespace, console: Console) -> int:
+    with open_checkpointer(args.db, write=False) as saver:
+        values = _state(build_graph(checkpointer=saver), args.thread_id, args.db)
+    _export(console, values, args.dir, include_all=args.all, force=args.force)
+    return 0
+
+
+def _export(
+    console: Console, values: Mapping[str, Any], folder: str, *, include_all: bool, force: bool
+) -> None:
+    try:
+        written = export_files(
+            values.get("files") or {}, folder, include_all=include_all, force=force
+        )
+    except (ExportError, OSError) as exc:
+        raise ConfigError(str(exc)) from exc
+    files = values.get("files") or {}
+    for path in written:
+        rel = path.relative_to(Path(folder).resolve()).as_posix()
+        console.print(line(f"  {files[rel].get('status', '?'):>7} {rel} -> {path}"))
+    if not written:
+        console.print(line("  no done artifacts to export (--all exports every file)"))
 
 
 def _thread_row(graph: Graph, thread_id: str) -> tuple[str, str]:
@@ -276,6 +335,7 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     commands: dict[str, Callable[[argparse.Namespace, Console], int]] = {
         "resume": _cmd_resume,
         "show": _cmd_show,
+        "export": _cmd_export,
         "eval": _cmd_eval,
         "threads": _cmd_threads,
     }

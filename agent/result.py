@@ -59,6 +59,8 @@ def build_result(state: Mapping[str, Any], thread_id: str | None = None) -> Resu
             "status": (files.get(s["expected_output"]) or {}).get("status", "missing"),
             "step_id": s["step_id"],
             "bytes": (files.get(s["expected_output"]) or {}).get("bytes", 0),
+            "sha256": (files.get(s["expected_output"]) or {}).get("sha256"),
+            "evidence": (files.get(s["expected_output"]) or {}).get("evidence_line"),
         }
         for s in steps
     }

@@ -100,3 +100,21 @@ def test_a_depth_capped_demo_is_accepted_or_stopped_at_once_from_the_cli(tmp_pat
         assert (result["status"], result["stop_reason"]) == (status, stop_reason)
         assert result["converged"] is False
         assert result["usage"] == before["usage"]  # no model was called
+
+
+def test_export_writes_the_threads_artifacts_as_they_are_and_show_prints_one(tmp_path):
+    db = tmp_path / "t.sqlite"
+    out = tmp_path / "out"
+    done = cli("demo", "--json", "--out", str(out), db=db)
+    assert done.returncode == 0, done.stderr
+    thread_id = json.loads(done.stdout)["thread_id"]
+    shown = cli("show", thread_id, "--file", "slugify.py", db=db)
+    assert shown.returncode == 0 and (out / "slugify.py").read_text() == shown.stdout
+
+    again = cli("export", thread_id, str(out), db=db)
+    assert again.returncode == 2 and "exists" in again.stderr  # never overwrites unasked
+    forced = cli("export", thread_id, str(out), "--force", "--all", db=db)
+    assert forced.returncode == 0, forced.stderr
+    assert (
+        json.loads((out / "deepreflect-export.json").read_text())["slugify.py"]["status"] == "done"
+    )
