@@ -143,3 +143,20 @@ def cli(*args: str, db: Any, env_extra: Mapping[str, str] | None = None):
         cwd=ROOT,
         timeout=120,
     )
+
+
+def both_isolation_levels():
+    """An autouse fixture running every test of a module under both sandbox isolation
+    levels (``kernel`` is skipped, with the reason, where bubblewrap cannot run)."""
+    import pytest
+
+    from agent import sandbox
+
+    @pytest.fixture(autouse=True, params=["kernel", "process"])
+    def mode(request, monkeypatch) -> str:
+        if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
+            pytest.skip(f"no usable bubblewrap: {sandbox.isolation._probe_error()}")
+        monkeypatch.setenv("DEEPREFLECT_SANDBOX", request.param)
+        return request.param
+
+    return mode

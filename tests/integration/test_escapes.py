@@ -18,18 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from agent import sandbox
 from agent.sandbox import Job, SandboxResult, run_jobs, run_python
+from tests.fakes import both_isolation_levels
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox relies on Linux")
 
 
-@pytest.fixture(autouse=True, params=["kernel", "process"])
-def mode(request, monkeypatch) -> str:
-    if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
-        pytest.skip("no usable bubblewrap here")
-    monkeypatch.setenv("DEEPREFLECT_SANDBOX", request.param)
-    return request.param
+mode = both_isolation_levels()
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from agent import run, sandbox
+from agent import run
 from agent.checks import run_check
-from tests.fakes import END, ctx, models, sqlite_graph, step, writer
+from tests.fakes import END, both_isolation_levels, ctx, models, sqlite_graph, step, writer
 
 TESTS = textwrap.dedent(
     """
@@ -32,12 +32,7 @@ RIGHT = "def slugify(text):\n    return text.lower().replace(' ', '-')\n"
 CHECK_CODE = "assert slugify('A B') == 'a-b'\nassert slugify('ABC') == 'abc'\n"
 
 
-@pytest.fixture(autouse=True, params=["kernel", "process"])
-def mode(request, monkeypatch) -> str:
-    if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
-        pytest.skip("no usable bubblewrap here")
-    monkeypatch.setenv("DEEPREFLECT_SANDBOX", request.param)
-    return request.param
+mode = both_isolation_levels()
 
 
 def pytest_report(artifact: str, extra: dict[str, str] | None = None, tests=("test_slugify.py",)):

@@ -14,17 +14,12 @@ import pytest
 
 from agent import sandbox
 from agent.sandbox import SandboxResult, run_python
+from tests.fakes import both_isolation_levels
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox relies on Linux /proc")
 
 
-@pytest.fixture(autouse=True, params=["kernel", "process"])
-def mode(request, monkeypatch) -> str:
-    """Every test runs under both isolation levels (kernel needs bubblewrap)."""
-    if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
-        pytest.skip(f"no usable bubblewrap: {sandbox.isolation._probe_error()}")
-    monkeypatch.setenv("DEEPREFLECT_SANDBOX", request.param)
-    return request.param
+mode = both_isolation_levels()
 
 
 def run_code(code: str, files: dict[str, str] | None = None, **kwargs) -> SandboxResult:
