@@ -22,3 +22,14 @@ __all__ = [
     "resume",
     "run",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``agent.eval`` without a separate import, loaded only when first used (it is not
+    needed to run a graph)."""
+    if name == "eval":
+        import importlib
+
+        return importlib.import_module("agent.eval")
+    msg = f"module 'agent' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
@@ -68,7 +69,7 @@ def execute(
     The planner keeps the run's Context in state, so a thread resumed from another process
     (the CLI) runs with the same models and budgets unless told otherwise.
     """
-    with hold(graph.checkpointer, thread_id) as lease:
+    with hold(_checkpointer_of(graph), thread_id) as lease:
         return _stream(graph, payload, thread_id, context, on_update, lease)
 
 
@@ -138,7 +139,7 @@ def resume(
     taken as a message it would start a new goal. The thread's status is read under its
     lease: of two answers sent at once one runs and the other gets ``ThreadBusy``.
     """
-    with hold(graph.checkpointer, thread_id) as lease:
+    with hold(_checkpointer_of(graph), thread_id) as lease:
         values = graph.get_state(thread_config(thread_id)).values
         if not values:
             msg = f"thread {thread_id!r} does not exist"
@@ -149,6 +150,19 @@ def resume(
         payload = _resume_payload(graph, thread_id, answer)
         ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
         return _stream(graph, payload, thread_id, ctx or Context(), on_update, lease)
+
+
+def _checkpointer_of(graph: Graph) -> Any:
+    """The graph's checkpointer: threads are saved state, so run/resume need one (the graph
+    ``graphs/deep_agent.py`` serves has none; its server brings its own)."""
+    if not isinstance(graph.checkpointer, BaseCheckpointSaver):
+        msg = (
+            "run() and resume() keep the thread in a checkpointer, and this graph has none: "
+            "build it with build_graph(checkpointer=...), e.g. agent.open_checkpointer(), "
+            "or langgraph's InMemorySaver() for a thread that lives as long as the process"
+        )
+        raise ConfigError(msg)
+    return graph.checkpointer
 
 
 def _resume_payload(graph: Graph, thread_id: str, answer: str | Mapping[str, Any] | None) -> Any:

@@ -40,3 +40,16 @@ def test_an_environment_value_that_does_not_parse_is_a_named_configuration_error
 def test_configuration_errors_are_value_errors_so_servers_report_their_text():
     with pytest.raises(ValueError, match="needs a key"):
         raise ConfigError("openai: needs a key")
+
+
+def test_run_on_a_graph_without_a_checkpointer_says_what_is_needed():
+    from agent import build_graph, run
+
+    with pytest.raises(ConfigError, match="checkpointer"):
+        run(build_graph(), "goal", context=Context(model="scripted:happy"))
+
+
+def test_agent_eval_is_there_without_importing_it():
+    import agent
+
+    assert callable(agent.eval.evaluate)
