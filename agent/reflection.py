@@ -343,12 +343,17 @@ def log_entry(d: Decision, s: Situation) -> dict[str, Any]:
         "reason": d.reason,
         "by": d.by,
         "forced": d.forced,
-        "depth": s.depth + (1 if d.counts_depth else 0),
+        "depth": depth_after(d, s),
         "defects": s.defects,
     }
     if d.stop_reason:
         entry["stop_reason"] = d.stop_reason
     return entry
+
+
+def depth_after(d: Decision, s: Situation) -> int:
+    """``reflection_depth`` once ``d`` is applied: the one place it is counted."""
+    return s.depth + (1 if d.counts_depth else 0)
 
 
 def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
@@ -357,7 +362,7 @@ def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
         "question": d.question or d.reason,
         "artifacts_ready_for_review": s.done_files(),
         "suggested_responses": choices(d.suggested_responses),
-        "reflection_depth": s.depth + (1 if d.counts_depth else 0),
+        "reflection_depth": depth_after(d, s),
         "reason": d.reason,
         "stop_reason": d.stop_reason or "model_escalated",
         "status": d.status or "awaiting_input",
