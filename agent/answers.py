@@ -7,14 +7,19 @@ The escalation offers its suggested responses as choices a UI can render as butt
 text: ``{"action": "answer", "text": ...}`` (the planner takes it in), ``{"action":
 "accept"}`` (finish now with the artifacts as they are), ``{"action": "stop"}`` (finish,
 nothing more runs), ``{"action": "continue", "budget": {...}}`` (a fresh budget for the
-turn, and go on). A plain string is an answer; nothing (None, blank) is no answer.
+turn, and go on). A plain string is an answer; nothing (None, blank) is no answer; an
+unknown action or a malformed budget is a ``ConfigError`` that leaves the thread paused.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from agent.budget import BUDGET_FIELDS
+from agent.errors import ConfigError
 
 __all__ = ["Answer", "Choice", "choices", "parse_answer"]
 
@@ -70,6 +75,26 @@ def parse_answer(value: Any) -> Answer | None:
         if action in ("accept", "stop"):
             return Answer(action)
         if action == "continue":
-            budget = value.get("budget")
-            return Answer("continue", budget=dict(budget) if isinstance(budget, Mapping) else {})
-    return Answer("answer", str(value))  # anything else: its text, for the planner to judge
+            return Answer("continue", budget=_budget(value.get("budget")))
+        msg = f"unknown action {action!r}; expected one of answer, accept, stop, continue"
+        raise ConfigError(msg)
+    return Answer("answer", str(value))  # a number or the like: its text, for the planner
+
+
+def _budget(value: Any) -> dict[str, Any]:
+    """The budgets a ``continue`` raises for the turn: known names, positive finite numbers."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        msg = f"budget must be an object such as {{'token_budget': 500000}}, not {value!r}"
+        raise ConfigError(msg)
+    unknown = sorted(set(value) - set(BUDGET_FIELDS))
+    if unknown:
+        msg = f"unknown budget {unknown[0]!r}; budgets are {', '.join(BUDGET_FIELDS)}"
+        raise ConfigError(msg)
+    for name, number in value.items():
+        ok = isinstance(number, int | float) and not isinstance(number, bool)
+        if not ok or not 0 < number < math.inf:
+            msg = f"budget {name} must be a positive number, not {number!r}"
+            raise ConfigError(msg)
+    return dict(value)

@@ -12,7 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Budget", "budget_left"]
+__all__ = ["BUDGET_FIELDS", "Budget", "budget_left", "budget_of"]
+
+BUDGET_FIELDS = ("token_budget", "time_budget_s", "max_steps")
+"""The Context's budgets; a human's ``continue`` may raise them for the turn
+(``turn["budget"]``)."""
 
 
 @dataclass(frozen=True)
@@ -61,4 +65,22 @@ def budget_left(
         tokens=token_budget - (tokens_used - int(turn.get("start_tokens", 0))),
         seconds=time_budget_s - elapsed,
         steps=max_steps - (step - int(turn.get("start_step", 0))),
+    )
+
+
+def budget_of(
+    state: Mapping[str, Any], ctx: Any, *, step: int | None = None, now: float | None = None
+) -> Budget:
+    """What is left of the thread's current turn: its Context's budgets, as raised for this
+    turn by a human's ``continue``, against the usage counted since the turn began."""
+    from agent.models import total_tokens  # usage accounting lives with the models
+
+    turn = state.get("turn") or {}
+    limits = {name: getattr(ctx, name) for name in BUDGET_FIELDS} | dict(turn.get("budget") or {})
+    return budget_left(
+        turn=turn,
+        tokens_used=total_tokens(state.get("usage")),
+        step=int(state.get("step") or 0) if step is None else step,
+        now=now,
+        **limits,
     )

@@ -51,14 +51,15 @@ def export_files(
     root.mkdir(parents=True, exist_ok=True)
     written = []
     for path, entry in chosen.items():
-        _write(root, targets[path], str(entry.get("content") or ""), force)
+        _write(root, targets[path], str(entry.get("content") or ""), force=force)
         written.append(targets[path])
     if include_all:
         manifest = {
             p: {"status": e.get("status"), "sha256": e.get("sha256"), "bytes": e.get("bytes")}
             for p, e in chosen.items()
         }
-        _write(root, root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n", True)
+        text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+        _write(root, root / MANIFEST, text, force=True)  # ours: rewritten on every export
     return written
 
 
@@ -90,7 +91,7 @@ def _target(root: Path, path: str, force: bool) -> Path:
     return target
 
 
-def _write(root: Path, target: Path, content: str, force: bool = True) -> None:
+def _write(root: Path, target: Path, content: str, *, force: bool) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.resolve().parent.is_relative_to(root):  # a race on the folders above
         msg = f"refusing to export {target}: it resolves outside {root}"

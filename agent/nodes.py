@@ -25,10 +25,10 @@ from langgraph.types import Command, Send, interrupt
 
 import agent.reflection as rules
 from agent.answers import Answer, parse_answer
-from agent.budget import budget_left
+from agent.budget import budget_of
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
-from agent.errors import ErrorClass, classify, describe
+from agent.errors import ConfigError, ErrorClass, classify, describe
 from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
@@ -36,7 +36,14 @@ from agent.prompts import render
 from agent.result import build_result
 from agent.roles import Roles
 from agent.state import MAX_GOAL_CHARS, SubagentTask
-from agent.turn import failed, goal_problem, message_problem, new_human_message, take_in
+from agent.turn import (
+    config_failure,
+    failed,
+    goal_problem,
+    message_problem,
+    new_human_message,
+    take_in,
+)
 from agent.vfs import scratch_prefix
 from agent.worker import StepWorker
 
@@ -63,7 +70,6 @@ PlannerRoute = Literal["subagent", "reflection", "escalate", "finalize"]
 ReflectionRoute = Literal["planner", "escalate", "finalize"]
 PLANNER_DESTINATIONS: tuple[PlannerRoute, ...] = ("subagent", "reflection", "escalate", "finalize")
 REFLECTION_DESTINATIONS: tuple[ReflectionRoute, ...] = ("planner", "escalate", "finalize")
-# where each decision leads: the one table both reflection and forced escalations use
 EscalateRoute = Literal["planner", "finalize"]
 ESCALATE_DESTINATIONS: tuple[EscalateRoute, ...] = ("planner", "finalize")
 ESCALATE_ROUTE: dict[str, EscalateRoute] = {
@@ -72,6 +78,7 @@ ESCALATE_ROUTE: dict[str, EscalateRoute] = {
     "accept": "finalize",
     "stop": "finalize",
 }
+# where each decision leads: the one table both reflection and forced escalations use
 ROUTE: dict[rules.DecisionName, ReflectionRoute] = {
     "continue": "planner",
     "replan": "planner",
@@ -128,14 +135,7 @@ def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[
     update = update | {"dispatch": [s["step_id"] for s in ready], "step": step}
     if not ready:
         return Command(goto="reflection", update=update)
-    left = budget_left(
-        turn=state.get("turn") or {},
-        tokens_used=total_tokens(state.get("usage")),
-        step=step,
-        token_budget=ctx.token_budget,
-        time_budget_s=ctx.time_budget_s,
-        max_steps=ctx.max_steps,
-    )
+    left = budget_of(state, ctx, step=step)
     allowance, seconds = left.token_allowance(len(ready)), left.time_allowance()
     sends = [
         Send("subagent", subagent_task(s, state, files, step, allowance, seconds)) for s in ready
@@ -212,11 +212,8 @@ class Reflection:
 
     def node(self, state: StateView, runtime: Runtime[Context]) -> Command[ReflectionRoute]:
         ctx = as_context(runtime.context)
-        if problems := ctx.validate():
-            return Command(
-                goto="finalize",
-                update=failed("invalid_input", "configuration: " + "; ".join(problems)),
-            )
+        if (failure := config_failure(ctx)) is not None:
+            return Command(goto="finalize", update=failure)
         s = rules.situation_from_state(state, ctx)
         update: dict[str, Any] = {}
         decision = rules.decide_by_rule(s, self.rules)
@@ -332,10 +329,21 @@ def escalate(state: StateView) -> Command[EscalateRoute]:
     """Pause with the escalation as the ``interrupt()`` payload (Studio, agent-chat-ui and
     the SDKs show it); resumed, act on the answer. No answer pauses again, no model called."""
     payload = state.get("escalation") or {}
-    answer = parse_answer(interrupt(payload))
+    answer = _usable(interrupt(payload))
     while answer is None:
-        answer = parse_answer(interrupt(payload))
+        answer = _usable(interrupt(payload))
     return Command(goto=ESCALATE_ROUTE[answer.action], update=acted_on(answer, state))
+
+
+def _usable(value: Any) -> Answer | None:
+    """The resume value as an answer, or None to pause again. An unknown action pauses
+    again too: LangGraph replays resume values, so raising here would replay the error on
+    every later resume and the thread could never be answered (``agent.resume`` refuses such
+    a value before it is sent, with the error)."""
+    try:
+        return parse_answer(value)
+    except ConfigError:
+        return None
 
 
 def acted_on(answer: Answer, state: StateView) -> dict[str, Any]:
@@ -352,6 +360,7 @@ def acted_on(answer: Answer, state: StateView) -> dict[str, Any]:
         "started_at": time.time(),
         "start_step": int(state.get("step") or 0),
         "start_tokens": total_tokens(state.get("usage")),
+        "budget": answer.budget,  # raised budgets hold for this turn only
     }
     return done | {"turn": turn, "status": "running", "stop_reason": None, "reflection_depth": 0}
 

@@ -13,9 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent.answers import choices
-from agent.budget import budget_left
+from agent.budget import budget_of
 from agent.context import Context
-from agent.models import total_tokens
 from agent.plan import is_done, pending_steps, plan_actual_diff, ready_steps
 from agent.vfs import summarize_files
 
@@ -101,15 +100,6 @@ def situation_from_state(
     decisions = state.get("decisions") or []
     start = int(turn.get("start_step", 0))
     step = int(state.get("step") or 0)
-    budget = budget_left(
-        turn=turn,
-        tokens_used=total_tokens(state.get("usage")),
-        step=step,
-        token_budget=ctx.token_budget,
-        time_budget_s=ctx.time_budget_s,
-        max_steps=ctx.max_steps,
-        now=now,
-    )
     return Situation(
         goal=state.get("goal", ""),
         plan=state.get("plan"),
@@ -120,7 +110,7 @@ def situation_from_state(
         dispatched=list(state.get("dispatch") or []),
         previous_defects=list(decisions[-1].get("defects", [])) if decisions else [],
         turn_events=[e for e in state.get("trajectory") or [] if e.get("round", 0) > start],
-        exhausted=budget.exhausted,
+        exhausted=budget_of(state, ctx, now=now).exhausted,
         strict_end=ctx.strict_end,
     )
 

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from agent.answers import parse_answer
 from agent.checkpointers import db_location, list_threads, open_checkpointer
 from agent.context import Context, as_context
 from agent.errors import ConfigError
@@ -172,6 +173,7 @@ def _resume_payload(graph: Graph, thread_id: str, answer: str | Mapping[str, Any
         return None
     if isinstance(answer, str):
         return {"messages": [bounded_message(HumanMessage(answer))]}
+    parse_answer(answer)  # an unknown action is a clear error before anything runs
     snapshot = graph.get_state(thread_config(thread_id))
     if not any(task.interrupts for task in snapshot.tasks):
         msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"

@@ -23,6 +23,7 @@ from agent.state import CUT_KEY, MAX_GOAL_CHARS
 
 __all__ = [
     "Intake",
+    "config_failure",
     "failed",
     "goal_problem",
     "message_problem",
@@ -46,8 +47,8 @@ class Intake:
 
 def take_in(state: Mapping[str, Any], ctx: Context, *, now: float | None = None) -> Intake:
     """Decide what this invocation of the thread is, from its state and Context."""
-    if problems := ctx.validate():
-        return Intake("finalize", failed("invalid_input", "configuration: " + "; ".join(problems)))
+    if (failure := config_failure(ctx)) is not None:
+        return Intake("finalize", failure)
     human = new_human_message(state)
     if state.get("escalation") and human is None:
         return Intake("escalate")  # resumed without an answer: pause again, no model
@@ -151,6 +152,14 @@ def message_problem(message: BaseMessage) -> str | None:
     if isinstance(size, int):
         return f"the goal is {size} characters; the limit is {MAX_GOAL_CHARS}"
     return goal_problem(message_text(message))
+
+
+def config_failure(ctx: Context) -> dict[str, Any] | None:
+    """The update that fails the run on an invalid Context (every problem, each naming its
+    field), or None. Every node that reads the Context's numbers checks it first."""
+    if problems := ctx.validate():
+        return failed("invalid_input", "configuration: " + "; ".join(problems))
+    return None
 
 
 def failed(stop_reason: str, reason: str) -> dict[str, Any]:

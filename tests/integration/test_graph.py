@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from agent import ScriptedChatModel, resume, run
+from agent.errors import ConfigError
 from agent.models import tool_call
 from agent.runner import result_of, thread_config
 from tests.fakes import END, chain, ctx, models, prompt_values, sqlite_graph, step, writer
@@ -148,6 +149,28 @@ def test_command_resume_continue_with_a_higher_budget_goes_on(tmp_path):
     more = ctx(max_steps=5)  # the caller's Context holds the budgets; continue restarts the turn
     graph.invoke(Command(resume={"action": "continue"}), thread_config("t"), context=more)
     assert result_of(graph, "t")["status"] == "success"
+
+
+def test_command_resume_continue_raises_the_budget_named_for_this_turn(tmp_path):
+    plan = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
+    graph, _ = sqlite_graph(tmp_path, models(plan, [END]))
+    run(graph, "goal", context=ctx(max_steps=1), thread_id="t")
+    raised = {"action": "continue", "budget": {"max_steps": 5}}
+    graph.invoke(Command(resume=raised), thread_config("t"), context=ctx(max_steps=1))
+    assert result_of(graph, "t")["status"] == "success"
+
+
+def test_an_unknown_action_is_refused_and_the_thread_stays_answerable(tmp_path):
+    graph, roles = _paused_on_depth_cap(tmp_path)
+    with pytest.raises(ConfigError, match="unknown action 'dance'"):
+        resume(graph, "t", {"action": "dance"}, context=ctx())
+    with pytest.raises(ConfigError, match="unknown budget 'tokens'"):
+        resume(graph, "t", {"action": "continue", "budget": {"tokens": 5}}, context=ctx())
+    # sent raw (SDK, Studio), it pauses again instead of wedging the thread
+    graph.invoke(Command(resume={"action": "dance"}), thread_config("t"), context=ctx())
+    assert result_of(graph, "t")["status"] == "awaiting_input"
+    done = resume(graph, "t", {"action": "accept"}, context=ctx())
+    assert done["stop_reason"] == "accepted_by_human"
 
 
 def test_resume_with_an_action_through_the_python_api(tmp_path):
