@@ -18,7 +18,6 @@ render them as chat.
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
 from agent.errors import ConfigError
+from agent.providers import provider_model
 from agent.scenarios import scenario_model
 from agent.scripted import ScriptedChatModel, is_model, tool_call
 
@@ -84,9 +84,6 @@ def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- factory
 
-_OPENAI_CACHE: dict[tuple[str, str | None], BaseChatModel] = {}
-_OPENAI_LOCK = threading.Lock()
-
 
 def load_model(spec: str | BaseChatModel, role: str = "default") -> BaseChatModel:
     """Turn ``provider:name`` into a chat model; the one place models are constructed."""
@@ -98,36 +95,7 @@ def load_model(spec: str | BaseChatModel, role: str = "default") -> BaseChatMode
     provider, name = spec.split(":", 1)
     if provider == "scripted":
         return scenario_model(name, role)
-    if provider == "openai":
-        return _openai(name)
-    msg = f"unknown model provider {provider!r} in {spec!r}; supported: openai, scripted"
-    raise ConfigError(msg)
-
-
-def _openai(name: str) -> BaseChatModel:
-    key = os.environ.get("OPENAI_API_KEY")
-    base_url = os.environ.get("OPENAI_BASE_URL")
-    if not key and not base_url:
-        msg = (
-            f"model openai:{name} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server); to try deepreflect without a key run `deepreflect demo`"
-        )
-        raise ConfigError(msg)
-    with _OPENAI_LOCK:
-        cache_key = (name, base_url)
-        if cache_key not in _OPENAI_CACHE:
-            from langchain_openai import ChatOpenAI
-
-            # Retries belong to the graph's RetryPolicy (one bounded place), not the client.
-            _OPENAI_CACHE[cache_key] = ChatOpenAI(
-                model=name,
-                api_key=key or "not-needed",
-                base_url=base_url,
-                max_retries=0,
-                timeout=120,
-                stream_usage=True,  # meter streamed runs too (Studio streams messages)
-            )
-        return _OPENAI_CACHE[cache_key]
+    return provider_model(provider, name)
 
 
 # ---------------------------------------------------------------------------- metering

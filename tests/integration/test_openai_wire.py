@@ -15,7 +15,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import RetryPolicy
 
 from agent import Context, resume, run
-from agent import models as agent_models
+from agent import providers as agent_providers
 from agent.errors import is_transient
 from agent.prompts import render
 from agent.runner import result_of, thread_config
@@ -36,7 +36,7 @@ def server(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # never send localhost through a proxy
-        monkeypatch.setattr(agent_models, "_OPENAI_CACHE", {})  # a client per test server
+        monkeypatch.setattr(agent_providers, "_OPENAI_CACHE", {})  # a client per test server
         yield fake
 
 

@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, prompts, resume, run
-from agent import models as agent_models
+from agent import providers as agent_providers
 from agent.cli import DEMO_GOAL, main
 from agent.models import tool_call
 from agent.runner import thread_config
@@ -175,7 +175,7 @@ def test_a_run_over_the_openai_wire_succeeds_with_every_prompt_reworded(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        monkeypatch.setattr(agent_models, "_OPENAI_CACHE", {})
+        monkeypatch.setattr(agent_providers, "_OPENAI_CACHE", {})
         graph, conn = sqlite_graph(tmp_path, {})
         result = run(graph, "goal", context=Context(model="openai:fake-model"), thread_id="t")
         conn.close()
