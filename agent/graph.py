@@ -51,6 +51,7 @@ def build_graph(
     models: Mapping[str, BaseChatModel | str] | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
     subagents: Sequence[SubAgent | Mapping[str, Any]] | None = None,
+    tools: Mapping[str, Sequence[Any]] | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY,
     max_tool_turns: int = 12,
     interrupt_after: Sequence[str] = (),
@@ -69,11 +70,13 @@ def build_graph(
         checkpointer: any LangGraph checkpointer (SQLite, PostgreSQL, memory); None for
             ``langgraph dev``, which brings its own.
         subagents: extra subagents (name, description, prompt, tools, model).
+        tools: role name to extra tools for that role (built-in or added), e.g.
+            ``{"researcher": [search], "coder": [run_sql]}``.
         retry_policy: how transient model errors are retried (None disables retries).
         state_schema: ``State`` or a subclass adding keys of your own.
         reflection_rules: the rules reflection applies before asking the model, in order.
     """
-    roles = Roles(build_registry(subagents), models)
+    roles = Roles(build_registry(subagents, tools), models)
     planner = Planner(roles)
     subagent = Subagent(roles, max_tool_turns)
     reflection = Reflection(roles, reflection_rules)

@@ -53,8 +53,10 @@ def builtin_subagents() -> list[SubAgent]:
 
 def build_registry(
     extra: Sequence[SubAgent | Mapping[str, Any]] | None = None,
+    tools: Mapping[str, Sequence[Any]] | None = None,
 ) -> dict[str, SubAgent]:
-    """Built-ins overlaid with the user's subagents; a bad spec fails at build time."""
+    """Built-ins overlaid with the user's subagents, then ``tools`` added to the roles they
+    name (built-in or not) without redefining them; a bad spec fails at build time."""
     registry: dict[str, SubAgent] = {s["name"]: s for s in builtin_subagents()}
     for spec in extra or ():
         name = spec.get("name") if isinstance(spec, Mapping) else None
@@ -70,6 +72,11 @@ def build_registry(
             msg = f"subagent {name!r} needs a prompt"
             raise ConfigError(msg)
         registry[name] = {**spec, "name": name, "prompt": prompt}  # type: ignore[typeddict-item]
+    for role, added in (tools or {}).items():
+        if role not in registry:
+            msg = f"tools given for unknown role {role!r}; roles: {', '.join(sorted(registry))}"
+            raise ConfigError(msg)
+        registry[role] = {**registry[role], "tools": [*registry[role].get("tools", ()), *added]}
     return registry
 
 
