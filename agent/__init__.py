@@ -1,14 +1,39 @@
-"""deepreflect: a LangGraph deep agent whose reflection loop knows when to stop."""
+"""deepreflect: a LangGraph deep agent whose reflection loop knows when to stop.
 
-from agent.checkpointers import open_checkpointer
-from agent.context import Context
-from agent.export import artifacts
-from agent.graph import build_graph
-from agent.lease import ThreadBusy
-from agent.models import ScriptedChatModel
-from agent.result import Result
-from agent.runner import resume, run
-from agent.subagents import SubAgent
+The public names load on first use (PEP 562), so ``import agent.cli`` or ``agent.context``
+does not pull LangGraph and LangChain in: ``deepreflect --help``, ``threads`` and ``show``
+start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.checkpointers import open_checkpointer
+    from agent.context import Context
+    from agent.export import artifacts
+    from agent.graph import build_graph
+    from agent.lease import ThreadBusy
+    from agent.models import ScriptedChatModel
+    from agent.result import Result
+    from agent.runner import resume, run
+    from agent.subagents import SubAgent
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "Context": "agent.context",
+    "Result": "agent.result",
+    "artifacts": "agent.export",
+    "ScriptedChatModel": "agent.models",
+    "SubAgent": "agent.subagents",
+    "ThreadBusy": "agent.lease",
+    "build_graph": "agent.graph",
+    "open_checkpointer": "agent.checkpointers",
+    "resume": "agent.runner",
+    "run": "agent.runner",
+}
 
 __all__ = [
     "Context",
@@ -24,12 +49,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``agent.eval`` without a separate import, loaded only when first used (it is not
-    needed to run a graph)."""
+def __getattr__(name: str) -> Any:
+    """Each public name (and ``agent.eval``) imported when first used, then kept."""
     if name == "eval":
-        import importlib
-
         return importlib.import_module("agent.eval")
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
     msg = f"module 'agent' has no attribute {name!r}"
     raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, "eval"])
