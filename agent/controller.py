@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal, TypedDict
@@ -19,6 +19,7 @@ from langgraph.errors import GraphBubbleUp
 
 from agent.critic import Critique, Issue, blocking, feedback, ground, parse_critique
 from agent.errors import describe, is_transient
+from agent.loop import maybe_await, synced
 
 StopReason = Literal[
     "pass", "stalled", "oscillating", "budget", "timeout", "critic_error", "generator_error"
@@ -39,11 +40,12 @@ class Feedback(TypedDict):
     empty after a malformed critique (then `mode` is `rewrite`)."""
 
 
-Generate = Callable[[str, Feedback | None], tuple[str, int]]
-GatherEvidence = Callable[[str], CheckReport]
-CritiqueFn = Callable[
-    [str, str, CheckReport], tuple[Critique | Mapping[str, Any] | str | None, int]
-]
+# Each callable may be sync or a coroutine function: the loop awaits what it returns.
+Generated = tuple[str, int]
+Critiqued = tuple[Critique | Mapping[str, Any] | str | None, int]
+Generate = Callable[[str, Feedback | None], Generated | Awaitable[Generated]]
+GatherEvidence = Callable[[str], CheckReport | Awaitable[CheckReport]]
+CritiqueFn = Callable[[str, str, CheckReport], Critiqued | Awaitable[Critiqued]]
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class _Round:
         return _sha(self.draft)
 
 
-def revise_loop(
+async def arevise_loop(
     task: str,
     generate: Generate,
     gather_evidence: GatherEvidence,
@@ -161,11 +163,11 @@ def revise_loop(
       and returns the best draft seen, with the exception in `error`.
     """
     started = clock()
-    draft, tokens = generate(task, None)
+    draft, tokens = await maybe_await(generate(task, None))
     rounds: list[_Round] = []
 
     while True:
-        current, cost = _evaluate(task, draft, gather_evidence, critique)
+        current, cost = await _evaluate(task, draft, gather_evidence, critique)
         tokens += cost
         rounds.append(current)
         if current.error is not None:
@@ -178,7 +180,7 @@ def revise_loop(
         if reason is not None:
             return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
         try:
-            draft, cost = generate(task, _feedback(current, config.feedback_cap))
+            draft, cost = await maybe_await(generate(task, _feedback(current, config.feedback_cap)))
         except Exception as exc:
             _propagate_if_retryable(exc)
             revisions = len(rounds) - 1
@@ -188,6 +190,10 @@ def revise_loop(
             return _result(rounds, "oscillating", revisions=len(rounds), tokens=tokens)
 
 
+revise_loop = synced(arevise_loop)
+"""``arevise_loop`` for sync callers (it drives sync and async callables alike)."""
+
+
 def _propagate_if_retryable(exc: Exception) -> None:
     """Re-raise what the graph, not the loop, must handle: transient errors are retried by
     the node's RetryPolicy, and LangGraph's control flow (interrupts) must reach LangGraph."""
@@ -195,15 +201,15 @@ def _propagate_if_retryable(exc: Exception) -> None:
         raise exc
 
 
-def _evaluate(
+async def _evaluate(
     task: str, draft: str, gather_evidence: GatherEvidence, critique: CritiqueFn
 ) -> tuple[_Round, int]:
     """Check and critique one draft; a non-transient exception becomes a round that scores 0
     and records the error, so the drafts made so far are not lost with it."""
     evidence: CheckReport | None = None
     try:
-        evidence = gather_evidence(draft)
-        raw, cost = critique(task, draft, evidence)
+        evidence = await maybe_await(gather_evidence(draft))
+        raw, cost = await maybe_await(critique(task, draft, evidence))
     except Exception as exc:
         _propagate_if_retryable(exc)
         failed = {"kind": "error", "passed": False, "score": 0.0, "evidence": describe(exc)}

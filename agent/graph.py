@@ -24,6 +24,7 @@ from langgraph.types import RetryPolicy
 
 from agent.context import Context
 from agent.errors import is_transient
+from agent.loop import both_ways
 from agent.nodes import (
     ESCALATE_DESTINATIONS,
     PLANNER_DESTINATIONS,
@@ -44,6 +45,7 @@ DEFAULT_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=is_tr
 # Rounds are bounded by Context.max_steps and the depth cap; this only stops LangGraph's
 # own default of 25 supersteps from cutting a long plan short.
 RECURSION_LIMIT = 10_000
+MAX_CONCURRENCY = 64
 
 
 def build_graph(
@@ -82,19 +84,23 @@ def build_graph(
     reflection = Reflection(roles, reflection_rules)
 
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
-    # add_node's overloads want a TypedDict-like state; the nodes take a Mapping on purpose
-    # (StateView in agent/nodes.py), hence the Any.
-    planner_node: Any = planner.node
-    reflection_node: Any = reflection.node
+    # The model-calling nodes are coroutines, run natively by ainvoke/astream and on one
+    # background loop by invoke/stream (agent.loop), so both work with the same code.
     builder.add_node(
-        "planner", planner_node, retry_policy=retry_policy, destinations=PLANNER_DESTINATIONS
+        "planner",
+        both_ways(planner.node, "planner"),
+        retry_policy=retry_policy,
+        destinations=PLANNER_DESTINATIONS,
     )
     builder.add_node(
-        "subagent", subagent.node, input_schema=SubagentTask, retry_policy=retry_policy
+        "subagent",
+        both_ways(subagent.node, "subagent"),
+        input_schema=SubagentTask,
+        retry_policy=retry_policy,
     )
     builder.add_node(
         "reflection",
-        reflection_node,
+        both_ways(reflection.node, "reflection"),
         retry_policy=retry_policy,
         destinations=REFLECTION_DESTINATIONS,
     )
@@ -108,4 +114,6 @@ def build_graph(
     graph = builder.compile(
         checkpointer=checkpointer, interrupt_after=list(interrupt_after), name=name
     )
-    return graph.with_config(recursion_limit=RECURSION_LIMIT)
+    # Under invoke each parallel subagent holds a thread while it waits on the loop; the
+    # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.
+    return graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)

@@ -197,6 +197,9 @@ class Metered:
     def tokens(self) -> int:
         return total_tokens(self.usage)
 
+    def _bound(self, tools: Sequence[Any] | None) -> Runnable:
+        return self.model.bind_tools(list(tools)) if tools else self.model
+
     def invoke(
         self,
         messages: list[BaseMessage],
@@ -205,19 +208,23 @@ class Metered:
         metadata: Mapping[str, Any] | None = None,
     ) -> AIMessage:
         """One call (with ``tools`` bound, if any); ``metadata`` is added to the role's."""
-        runnable: Runnable = self.model.bind_tools(list(tools)) if tools else self.model
-        answer = runnable.invoke(messages, config=self.config(metadata))
+        answer = self._bound(tools).invoke(messages, config=self.config(metadata))
         self._count(answer)
         return answer
 
-    def structured(
+    async def ainvoke(
         self,
         messages: list[BaseMessage],
-        schema: type[SchemaT],
+        tools: Sequence[Any] | None = None,
         *,
         metadata: Mapping[str, Any] | None = None,
-    ) -> tuple[SchemaT | None, str]:
-        """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
+    ) -> AIMessage:
+        """``invoke`` for the graph's coroutine nodes."""
+        answer = await self._bound(tools).ainvoke(messages, config=self.config(metadata))
+        self._count(answer)
+        return answer
+
+    def _structured_runnable(self, schema: type[BaseModel]) -> Runnable:
         kwargs: dict[str, Any] = {"include_raw": True}
         target: Any = schema
         if not isinstance(self.model, ScriptedChatModel):
@@ -226,11 +233,24 @@ class Metered:
                 # With a pydantic class the openai client parses, and raises, inside invoke;
                 # with its JSON schema a malformed answer reaches us for a retry, usage intact.
                 target = schema.model_json_schema()
-        runnable = self.model.with_structured_output(target, **kwargs)
+        return self.model.with_structured_output(target, **kwargs)
+
+    async def astructured(
+        self,
+        messages: list[BaseMessage],
+        schema: type[SchemaT],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[SchemaT | None, str]:
+        """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
+        config = self.config(metadata, nostream=True)
+        runnable = self._structured_runnable(schema)
+        return self._parsed(await runnable.ainvoke(messages, config), schema)
+
+    def _parsed(self, answer: Any, schema: type[SchemaT]) -> tuple[SchemaT | None, str]:
+        """Count the raw answer's usage and validate what was parsed from it."""
         # include_raw=True: the answer is always a {"raw", "parsed", "parsing_error"} dict
-        result = cast(
-            dict[str, Any], runnable.invoke(messages, config=self.config(metadata, nostream=True))
-        )
+        result = cast(dict[str, Any], answer)
         raw = result.get("raw")
         self._count(raw)
         parsed = result.get("parsed")

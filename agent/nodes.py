@@ -94,7 +94,7 @@ class Planner:
     def __init__(self, roles: Roles) -> None:
         self.roles = roles
 
-    def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
+    async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
         ctx = as_context(runtime.context)
         taken = take_in(state, ctx)
         if taken.next in ("escalate", "finalize"):
@@ -102,20 +102,20 @@ class Planner:
         update = dict(taken.update)
         current = {**state, **update}
         if taken.next == "plan":
-            planned = self._plan(current, ctx)
+            planned = await self._plan(current, ctx)
             if isinstance(planned, Command):
                 return planned
             update |= planned
             current |= planned
         return dispatch(current, ctx, update)
 
-    def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
+    async def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
         metered = self.roles.metered("planner", ctx, asked)
         try:
-            outcome = ask_planner(
+            outcome = await ask_planner(
                 metered, state, self.roles.registry, **asked, max_plan_steps=ctx.max_plan_steps
             )
         except Exception as exc:
@@ -174,7 +174,7 @@ class Subagent:
         self.roles = roles
         self.max_tool_turns = max_tool_turns
 
-    def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = as_context(runtime.context)
         step = state["step"]
         if problems := ctx.validate():  # a run resumed mid-round with a bad Context
@@ -198,7 +198,7 @@ class Subagent:
             ),
             max_tool_turns=self.max_tool_turns,
         )
-        run = worker.execute()
+        run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)
         return {"files": run.files, "trajectory": run.trajectory, "usage": usage}
 
@@ -210,7 +210,7 @@ class Reflection:
         self.roles = roles
         self.rules = tuple(rules_in_order)
 
-    def node(self, state: StateView, runtime: Runtime[Context]) -> Command[ReflectionRoute]:
+    async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[ReflectionRoute]:
         ctx = as_context(runtime.context)
         if (failure := config_failure(ctx)) is not None:
             return Command(goto="finalize", update=failure)
@@ -220,7 +220,7 @@ class Reflection:
         if decision is None:
             metered = self.roles.metered("reflection", ctx)
             try:
-                decision = ask_reflection(metered, s)
+                decision = await ask_reflection(metered, s)
             except Exception as exc:
                 return model_failure(exc, "reflection", state, ctx, {"usage": metered.usage})
             update["usage"] = metered.usage
@@ -229,17 +229,17 @@ class Reflection:
         return command_for(decision, state, ctx, update, situation=s)
 
 
-def ask_reflection(metered: Metered, s: rules.Situation) -> rules.Decision:
+async def ask_reflection(metered: Metered, s: rules.Situation) -> rules.Decision:
     """The reflection model's decision; malformed twice is a failed round, never an end."""
     situation = json.dumps(rules.reflection_input(s), indent=1)
     messages: list[BaseMessage] = [
         SystemMessage(render("reflection")),
         HumanMessage(render("reflection_input", situation=situation)),
     ]
-    answer, raw = metered.structured(messages, rules.ReflectionAnswer)
+    answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
     if answer is None:  # one retry with the error
         messages += [AIMessage(raw[:1000]), HumanMessage(render("reflection_retry", error=raw))]
-        answer, raw = metered.structured(messages, rules.ReflectionAnswer)
+        answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
     if answer is None:
         return rules.failed_round(s, raw)
     return rules.from_answer(answer)

@@ -28,7 +28,7 @@ class PlanOutcome:
     errors: list[str] = field(default_factory=list)
 
 
-def ask_planner(
+async def ask_planner(
     metered: Metered,
     state: Mapping[str, Any],
     registry: Mapping[str, SubAgent],
@@ -57,7 +57,7 @@ def ask_planner(
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)
     for _attempt in range(2):  # docs/architecture.md: one retry with the errors, then escalate
-        draft, raw = metered.structured(messages, PlanDraft)
+        draft, raw = await metered.astructured(messages, PlanDraft)
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
         else:

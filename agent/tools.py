@@ -162,8 +162,13 @@ def tool_name(call: Mapping[str, Any]) -> str:
     return _clip(name if isinstance(name, str) else repr(name), MAX_NAME_CHARS) if name else "?"
 
 
-def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) -> tuple[str, bool]:
-    """Run one tool call; errors come back as text for the model, never as an exception."""
+async def execute_tool_call(
+    call: Mapping[str, Any], tools: Mapping[str, BaseTool]
+) -> tuple[str, bool]:
+    """Run one tool call; errors come back as text for the model, never as an exception.
+
+    Tools are awaited (``ainvoke``), so coroutine-only tools (MCP's) work, and sync tools run
+    in a worker thread, off the event loop."""
     name = call.get("name")
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
@@ -178,7 +183,7 @@ def execute_tool_call(call: Mapping[str, Any], tools: Mapping[str, BaseTool]) ->
         schema = tool.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             schema.model_validate(dict(args))  # langchain skips this for tools without args
-        return str(tool.invoke(dict(args))), True
+        return str(await tool.ainvoke(dict(args))), True
     except PathError as exc:
         text = str(exc)
         prefix = "" if text.startswith("permission_denied") else "invalid_input: "

@@ -7,6 +7,7 @@ artifact, turn a failed check into a grounded critique, revise (patch or rewrite
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -20,9 +21,10 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from agent.checks import run_check
-from agent.controller import LoopConfig, LoopResult, revise_loop
+from agent.controller import LoopConfig, LoopResult, arevise_loop
 from agent.critic import critique_from_check
 from agent.errors import ErrorClass, classify, describe
+from agent.loop import run_sync
 from agent.models import Metered, merge_usage, with_metadata
 from agent.prompts import render
 from agent.tools import (
@@ -148,18 +150,23 @@ class StepWorker:
         return [p for p in self.workspace.ls() if not p.startswith("work/")]
 
     def generate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
+        """``agenerate`` for sync callers (the evaluation harness)."""
+        return run_sync(self.agenerate(task, feedback))
+
+    async def agenerate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
+        """One draft: a bounded tool-calling conversation; the artifact is what it wrote."""
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
         messages = self._task_prompt(feedback)
         metadata = self.call_metadata()
         tools = list(self.tools.values())
         for _ in range(self.max_tool_turns):
-            answer: AIMessage = self.model.invoke(messages, tools, metadata=metadata)
+            answer: AIMessage = await self.model.ainvoke(messages, tools, metadata=metadata)
             messages.append(answer)
             if not answer.tool_calls and not answer.invalid_tool_calls:
                 break
             for call in answer.tool_calls:
-                observation, ok = execute_tool_call(call, self.tools)
+                observation, ok = await execute_tool_call(call, self.tools)
                 messages.append(self._answer_call(call, observation, ok))
                 defuse(call)
             # Arguments that were not valid JSON: tell the model, which must answer every call
@@ -186,11 +193,14 @@ class StepWorker:
             name=name,
         )
 
-    def gather_evidence(self, draft: str) -> dict[str, Any]:
+    async def gather_evidence(self, draft: str) -> dict[str, Any]:
+        """Run the step's check on what the workspace holds, off the event loop (checks run
+        sandboxed processes and may call the judge synchronously)."""
         files = self.workspace.contents()
         path = self.step["expected_output"]
+        spec = self.step.get("done_when")
         report = dict(
-            run_check(self.step.get("done_when"), files, path, judge=self.judge, task=self.goal)
+            await asyncio.to_thread(run_check, spec, files, path, judge=self.judge, task=self.goal)
         )
         self._event(
             "check",
@@ -205,11 +215,15 @@ class StepWorker:
 
     # -- the whole step -----------------------------------------------------------------
     def execute(self) -> StepRun:
+        """``aexecute`` for sync callers."""
+        return run_sync(self.aexecute())
+
+    async def aexecute(self) -> StepRun:
         """Run the step to a stop reason; a fatal model error is recorded, not raised."""
         try:
-            result = revise_loop(
+            result = await arevise_loop(
                 self.step["instructions"],
-                self.generate,
+                self.agenerate,
                 self.gather_evidence,
                 self.critique,
                 config=self.loop_config,

@@ -160,3 +160,12 @@ def both_isolation_levels():
         return request.param
 
     return mode
+
+
+def call_tool(call: Mapping[str, Any], tools: Mapping[str, Any]) -> tuple[str, bool]:
+    """``agent.tools.execute_tool_call`` (a coroutine) from a sync test."""
+    import asyncio
+
+    from agent.tools import execute_tool_call
+
+    return asyncio.run(execute_tool_call(call, tools))

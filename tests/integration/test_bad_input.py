@@ -4,6 +4,7 @@ a judge that fails mid-loop. Each test also shows the thread still works afterwa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -37,13 +38,12 @@ from agent.subagents import build_registry
 from agent.tools import (
     MAX_ARG_DEPTH,
     arguments_problem,
-    execute_tool_call,
     invalid_call_error,
     summarise_value,
     vfs_tools,
 )
 from agent.vfs import Workspace, scratch_prefix
-from tests.fakes import END, ctx, models, prompt_values, sqlite_graph, step, writer
+from tests.fakes import END, call_tool, ctx, models, prompt_values, sqlite_graph, step, writer
 
 
 def values(graph, thread_id: str = "t") -> dict[str, Any]:
@@ -135,13 +135,13 @@ def test_a_deep_argument_is_refused_as_invalid_input_before_the_tool_runs():
         return "stored"
 
     tools = {"store": StructuredTool.from_function(store, name="store", description="Store.")}
-    text, ok = execute_tool_call({"name": "store", "args": {"data": nested(300)}}, tools)
+    text, ok = call_tool({"name": "store", "args": {"data": nested(300)}}, tools)
     assert not ok and received == []
     assert text == (
         f"invalid_input: the arguments of store are refused: they are nested more than "
         f"{MAX_ARG_DEPTH} levels deep"
     )
-    assert execute_tool_call({"name": "store", "args": {"data": nested(3)}}, tools)[1]
+    assert call_tool({"name": "store", "args": {"data": nested(3)}}, tools)[1]
 
 
 def test_a_tool_call_nested_300_deep_is_a_tool_error_and_the_thread_runs_on(tmp_path):
@@ -317,8 +317,8 @@ def _runtime(**fields: Any) -> Runtime[Context]:
 def test_reflection_and_subagents_refuse_a_bad_context_too():
     """A run resumed mid-round with another Context never reaches the planner's check."""
     roles = Roles(build_registry(), {"default": ScriptedChatModel([])})
-    command = Reflection(roles, RULES).node(
-        {"turn": {"started_at": 0.0}}, _runtime(time_budget_s="soon")
+    command = asyncio.run(
+        Reflection(roles, RULES).node({"turn": {"started_at": 0.0}}, _runtime(time_budget_s="soon"))
     )
     assert command.goto == "finalize"
     update = command.update
@@ -327,7 +327,8 @@ def test_reflection_and_subagents_refuse_a_bad_context_too():
 
     task = {"step": step("S1", "a.md"), "goal": "g", "inputs": {}, "round": 1}
     task |= {"token_allowance": 10, "time_allowance_s": 1.0}
-    event = Subagent(roles, 12).node(task, _runtime(max_revisions="2"))["trajectory"][0]  # type: ignore[arg-type]
+    done = asyncio.run(Subagent(roles, 12).node(task, _runtime(max_revisions="2")))  # type: ignore[arg-type]
+    event = done["trajectory"][0]
     assert (event["action"], event["error_class"]) == ("error", "invalid_input")
     assert "max_revisions must be an integer" in event["observation"]
 
@@ -472,7 +473,7 @@ def test_the_scratch_folders_of_two_valid_step_ids_never_overlap(a, b):
     if a != b:
         assert not scratch_prefix(a).startswith(scratch_prefix(b))
         workspace = Workspace({}, writable=["out.md"], scratch=scratch_prefix(a))
-        text, ok = execute_tool_call(
+        text, ok = call_tool(
             {"name": "write_file", "args": {"path": f"{scratch_prefix(b)}n.md", "content": "x"}},
             {t.name: t for t in vfs_tools(workspace)},
         )

@@ -1,3 +1,4 @@
+import asyncio
 import dataclasses
 import json
 import threading
@@ -84,9 +85,9 @@ def test_metered_structured_returns_none_with_the_raw_text_when_malformed():
         "reflection",
         "function_calling",
     )
-    parsed, _ = metered.structured([HumanMessage("x")], Answer)
+    parsed, _ = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
     assert parsed == Answer(decision="end")
-    parsed, raw = metered.structured([HumanMessage("x")], Answer)
+    parsed, raw = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
     assert parsed is None and "garbage" in raw
     assert metered.usage["reflection"]["calls"] == 2
 
@@ -146,7 +147,7 @@ def test_metered_calls_carry_their_role_and_only_json_calls_are_kept_out_of_chat
     seen = Seen()
     model = ScriptedChatModel(['{"decision": "end"}', "a draft", "{}"], callbacks=[seen])
     metered = Metered(model, "planner", "function_calling", {"reason": "why"})
-    metered.structured([HumanMessage("x")], Answer, metadata={"answer": "yes"})
+    asyncio.run(metered.astructured([HumanMessage("x")], Answer, metadata={"answer": "yes"}))
     Metered(model, "writer", "function_calling").invoke(
         [HumanMessage("x")], metadata={"step_id": "S1"}
     )

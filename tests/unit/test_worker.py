@@ -10,10 +10,10 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from agent.controller import LoopConfig
 from agent.errors import AgentError
 from agent.models import Metered, ScriptedChatModel, tool_call
-from agent.tools import execute_tool_call, vfs_tools
+from agent.tools import vfs_tools
 from agent.vfs import Workspace
 from agent.worker import StepWorker, defect_signature
-from tests.fakes import prompt_values
+from tests.fakes import call_tool, prompt_values
 
 STEP = {
     "step_id": "S1",
@@ -109,8 +109,8 @@ def test_writes_outside_scope_and_bad_tool_calls_come_back_as_errors():
 
 def test_the_step_sees_only_its_inputs():
     tools = {t.name: t for t in vfs_tools(Workspace({"dep.md": "d"}, writable=["out.txt"]))}
-    assert execute_tool_call({"name": "ls", "args": {}}, tools) == ("dep.md", True)
-    text, ok = execute_tool_call({"name": "read_file", "args": {"path": "secret.md"}}, tools)
+    assert call_tool({"name": "ls", "args": {}}, tools) == ("dep.md", True)
+    text, ok = call_tool({"name": "read_file", "args": {"path": "secret.md"}}, tools)
     assert not ok and "not found" in text
 
 

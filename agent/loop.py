@@ -1,0 +1,105 @@
+"""One implementation, two ways to call it: the graph's nodes are coroutines, and sync
+callers (``graph.invoke``, ``revise_loop``) run them on one background event loop.
+
+Why one long-lived loop rather than ``asyncio.run`` per call: async model clients (httpx
+pools in ``langchain-openai``, ``langchain-anthropic``, ...) keep connections bound to the loop
+that opened them, so a fresh loop per node would meet "Event loop is closed" on the next
+call. Coroutines run with the caller's context (LangGraph's config, callbacks, the stream
+writer, ``interrupt()``), so they behave as if they ran in the calling thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+from langgraph._internal._runnable import RunnableCallable
+
+__all__ = ["both_ways", "maybe_await", "run_sync", "synced"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_THREAD: threading.Thread | None = None
+_LOCK = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The process's background loop, started on first use in a daemon thread."""
+    global _LOOP, _LOOP_THREAD
+    with _LOCK:
+        if _LOOP is None or _LOOP_THREAD is None or not _LOOP_THREAD.is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="deepreflect-loop", daemon=True)
+            thread.start()
+            _LOOP, _LOOP_THREAD = loop, thread
+        return _LOOP
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end from sync code, in the caller's context.
+
+    From a plain thread it runs on the background loop. From inside a running loop (sync code
+    called by a coroutine, e.g. a sync tool that invokes a graph) waiting on that loop could
+    deadlock, so it gets a loop of its own in a fresh thread instead.
+    """
+    context = contextvars.copy_context()
+    if _in_running_loop():
+        with concurrent.futures.ThreadPoolExecutor(1, "deepreflect-nested") as pool:
+            return pool.submit(context.run, asyncio.run, coro).result()
+    loop = _background_loop()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def start() -> None:
+        task = loop.create_task(coro, context=context)
+
+        def finish(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                done.cancel()
+            elif (exc := t.exception()) is not None:
+                done.set_exception(exc)
+            else:
+                done.set_result(t.result())
+
+        task.add_done_callback(finish)
+
+    loop.call_soon_threadsafe(start)
+    return done.result()
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """The value, awaited if it is awaitable: lets one async loop drive sync callables too."""
+    if isinstance(value, Awaitable):
+        return await value
+    return value
+
+
+def synced(afunc: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The sync twin of a coroutine function: same signature, run with ``run_sync``."""
+
+    @functools.wraps(afunc)
+    def func(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(afunc(*args, **kwargs))
+
+    return func
+
+
+def both_ways(afunc: Callable[P, Coroutine[Any, Any, T]], name: str) -> RunnableCallable:
+    """A graph node from a coroutine function: awaited under ``ainvoke``/``astream``, run on
+    the background loop under ``invoke``/``stream``. LangGraph injects ``runtime`` (and
+    the other keyword arguments it knows) from the signature, which the sync side keeps."""
+    return RunnableCallable(synced(afunc), afunc, name=name, trace=False)
