@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from agent.lease import ThreadBusy
     from agent.models import ScriptedChatModel
     from agent.result import Result
-    from agent.runner import resume, run
+    from agent.runner import aresume, arun, resume, run
     from agent.subagents import SubAgent
 
 # public name -> the module that defines it
@@ -31,6 +31,8 @@ _EXPORTS = {
     "ThreadBusy": "agent.lease",
     "build_graph": "agent.graph",
     "open_checkpointer": "agent.checkpointers",
+    "aresume": "agent.runner",
+    "arun": "agent.runner",
     "resume": "agent.runner",
     "run": "agent.runner",
 }
@@ -44,6 +46,8 @@ __all__ = [
     "ThreadBusy",
     "build_graph",
     "open_checkpointer",
+    "aresume",
+    "arun",
     "resume",
     "run",
 ]

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from agent.answers import parse_answer
 from agent.checkpointers import db_location, list_threads, open_checkpointer
@@ -98,10 +98,35 @@ def _stream(
     return result_of(graph, thread_id)
 
 
+async def _astream(
+    graph: Graph,
+    payload: Any,
+    thread_id: str,
+    context: Context,
+    on_update: OnUpdate | None,
+    lease: Lease,
+) -> Result:
+    """:func:`_stream` under ``astream``: the nodes run as coroutines on the caller's loop."""
+    config = thread_config(thread_id)
+    stream = graph.astream(
+        payload, config, context=context, stream_mode="updates", durability="sync"
+    )
+    async for chunk in stream:
+        lease.check()
+        for node, update in chunk.items():
+            if on_update is not None and isinstance(update, dict):
+                on_update(node, update)
+    snapshot = await graph.aget_state(config)
+    return build_result(snapshot.values, thread_id)
+
+
 def stored_context(graph: Graph, thread_id: str) -> Context | None:
     """The Context a thread last ran with, if it was started through :func:`run`."""
-    snapshot = graph.get_state(thread_config(thread_id))
-    stored = snapshot.values.get("context")
+    return _context_in(graph.get_state(thread_config(thread_id)).values)
+
+
+def _context_in(values: Mapping[str, Any]) -> Context | None:
+    stored = values.get("context")
     return _ctx(stored) if stored else None
 
 
@@ -115,9 +140,28 @@ def run(
 ) -> Result:
     """Start a turn on a thread (a new one unless ``thread_id`` is given) and run it to a stop."""
     thread_id = thread_id or str(uuid.uuid4())
+    return execute(graph, _goal_payload(goal), thread_id, _ctx(context), on_update)
+
+
+async def arun(
+    graph: Graph,
+    goal: str,
+    *,
+    thread_id: str | None = None,
+    context: Context | Mapping[str, Any] | None = None,
+    on_update: OnUpdate | None = None,
+) -> Result:
+    """:func:`run` for async code: ``await arun(graph, goal)`` with an async checkpointer
+    (``agent.open_async_checkpointer``, or any LangGraph async saver)."""
+    thread_id = thread_id or str(uuid.uuid4())
+    with hold(_checkpointer_of(graph), thread_id) as lease:
+        payload = _goal_payload(goal)
+        return await _astream(graph, payload, thread_id, _ctx(context), on_update, lease)
+
+
+def _goal_payload(goal: str) -> dict[str, Any]:
     # an oversized goal is cut before LangGraph stores its input (it is rejected anyway)
-    payload = {"messages": [bounded_message(HumanMessage(goal))]}
-    return execute(graph, payload, thread_id, _ctx(context), on_update)
+    return {"messages": [bounded_message(HumanMessage(goal))]}
 
 
 def resume(
@@ -141,16 +185,43 @@ def resume(
     lease: of two answers sent at once one runs and the other gets ``ThreadBusy``.
     """
     with hold(_checkpointer_of(graph), thread_id) as lease:
-        values = graph.get_state(thread_config(thread_id)).values
-        if not values:
-            msg = f"thread {thread_id!r} does not exist"
-            raise ConfigError(msg)
-        refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
-        if answer is not None and refusal:
-            raise NotAwaitingAnswer(refusal)
-        payload = _resume_payload(graph, thread_id, answer)
-        ctx = _ctx(context) if context is not None else stored_context(graph, thread_id)
-        return _stream(graph, payload, thread_id, ctx or Context(), on_update, lease)
+        snapshot = graph.get_state(thread_config(thread_id))
+        payload, ctx = _resumed(snapshot, thread_id, answer, context)
+        return _stream(graph, payload, thread_id, ctx, on_update, lease)
+
+
+async def aresume(
+    graph: Graph,
+    thread_id: str,
+    answer: str | Mapping[str, Any] | None = None,
+    *,
+    context: Context | Mapping[str, Any] | None = None,
+    on_update: OnUpdate | None = None,
+) -> Result:
+    """:func:`resume` for async code, with an async checkpointer."""
+    with hold(_checkpointer_of(graph), thread_id) as lease:
+        snapshot = await graph.aget_state(thread_config(thread_id))
+        payload, ctx = _resumed(snapshot, thread_id, answer, context)
+        return await _astream(graph, payload, thread_id, ctx, on_update, lease)
+
+
+def _resumed(
+    snapshot: StateSnapshot,
+    thread_id: str,
+    answer: str | Mapping[str, Any] | None,
+    context: Context | Mapping[str, Any] | None,
+) -> tuple[Any, Context]:
+    """What resuming the thread sends, and with which Context (given, else the stored one)."""
+    values = snapshot.values
+    if not values:
+        msg = f"thread {thread_id!r} does not exist"
+        raise ConfigError(msg)
+    refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
+    if answer is not None and refusal:
+        raise NotAwaitingAnswer(refusal)
+    payload = _resume_payload(snapshot, thread_id, answer)
+    ctx = _ctx(context) if context is not None else _context_in(values)
+    return payload, ctx or Context()
 
 
 def _checkpointer_of(graph: Graph) -> Any:
@@ -166,7 +237,9 @@ def _checkpointer_of(graph: Graph) -> Any:
     return graph.checkpointer
 
 
-def _resume_payload(graph: Graph, thread_id: str, answer: str | Mapping[str, Any] | None) -> Any:
+def _resume_payload(
+    snapshot: StateSnapshot, thread_id: str, answer: str | Mapping[str, Any] | None
+) -> Any:
     """Text goes in as a new message (cut like any message when oversized); an action resumes
     the pending interrupt; nothing continues the thread as it is."""
     if answer is None:
@@ -174,7 +247,6 @@ def _resume_payload(graph: Graph, thread_id: str, answer: str | Mapping[str, Any
     if isinstance(answer, str):
         return {"messages": [bounded_message(HumanMessage(answer))]}
     parse_answer(answer)  # an unknown action is a clear error before anything runs
-    snapshot = graph.get_state(thread_config(thread_id))
     if not any(task.interrupts for task in snapshot.tasks):
         msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"
         raise ConfigError(msg)
@@ -187,6 +259,8 @@ def _ctx(context: Context | Mapping[str, Any] | None) -> Context:
 
 __all__ = [
     "Graph",
+    "aresume",
+    "arun",
     "NotAwaitingAnswer",
     "answer_refusal",
     "db_location",

@@ -8,15 +8,17 @@ imports nothing from ``agent``: the model factory and the scenarios both build o
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -119,6 +121,9 @@ class ScriptedChatModel(BaseChatModel):
 
     responses: Any = None
     responder: Any = None
+    latency_s: float = 0.0
+    """Seconds each call waits before answering, like a remote model (benchmarks); async
+    calls wait without holding a thread."""
     name: str | None = "scripted"
     calls: list[list[BaseMessage]] = []
     call_metadata: list[dict[str, Any]] = []
@@ -162,7 +167,25 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
         metadata = dict(run_manager.metadata) if run_manager is not None else {}
+        return self._respond(messages, metadata)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        metadata = dict(run_manager.metadata) if run_manager is not None else {}
+        # responders may block (tests hold a step on an event): off the loop
+        return await asyncio.to_thread(self._respond, messages, metadata)
+
+    def _respond(self, messages: list[BaseMessage], metadata: dict[str, Any]) -> ChatResult:
         with self._lock:
             self.calls.append(list(messages))
             self.call_metadata.append(dict(metadata))
