@@ -29,6 +29,8 @@ from agent.budget import budget_of
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
 from agent.errors import ConfigError, ErrorClass, classify, describe
+from agent.events import decision_event, emit, plan_event, step_event
+from agent.final import final_message
 from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
@@ -107,6 +109,7 @@ class Planner:
                 return planned
             update |= planned
             current |= planned
+            emit(plan_event(current["plan"]))
         return dispatch(current, ctx, update)
 
     async def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
@@ -140,6 +143,8 @@ def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[
     sends = [
         Send("subagent", subagent_task(s, state, files, step, allowance, seconds)) for s in ready
     ]
+    for s in ready:
+        emit(step_event(s, step))
     return Command(goto=sends, update=update)
 
 
@@ -260,6 +265,7 @@ def command_for(
     if d.final_answer:
         entry["final_answer"] = d.final_answer
     update = update | {"decisions": [entry], "reflection_depth": entry["depth"]}
+    emit(decision_event(entry))
     if d.decision == "escalate":
         update |= paused(state, rules.escalation_payload(d, s))
     elif d.decision == "fail":
@@ -368,18 +374,19 @@ def acted_on(answer: Answer, state: StateView) -> dict[str, Any]:
 def finalize(state: StateView) -> dict[str, Any]:
     """The final answer as an AI message and the ``Result`` in state."""
     last = (state.get("decisions") or [{}])[-1]
+    files, plan = state.get("files") or {}, state.get("plan")
     update: dict[str, Any] = {"dispatch": []}
     if state.get("status") == "failed":
         text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}"
         update["messages"] = [AIMessage(text.strip())]
     elif state.get("stop_reason") == "accepted_by_human":
-        done = [p for p, e in (state.get("files") or {}).items() if e.get("status") == "done"]
+        done = [p for p, e in files.items() if e.get("status") == "done"]
         text = "Accepted as they are." + (
             f" Artifacts done: {', '.join(sorted(done))}." if done else ""
         )
-        update["messages"] = [AIMessage(text)]
+        update["messages"] = [AIMessage(final_message(text, plan, files))]
     else:
-        answer = last.get("final_answer") or "Done."
+        answer = final_message(last.get("final_answer") or "Done.", plan, files)
         update |= {"status": "success", "stop_reason": "end", "messages": [AIMessage(answer)]}
     return update | {"result": build_result({**state, **update}, _thread_id())}
 

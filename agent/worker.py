@@ -24,6 +24,7 @@ from agent.checks import run_check
 from agent.controller import LoopConfig, LoopResult, arevise_loop
 from agent.critic import critique_from_check
 from agent.errors import ErrorClass, classify, describe
+from agent.events import check_event, emit
 from agent.loop import run_sync
 from agent.models import Metered, merge_usage, with_metadata
 from agent.prompts import render
@@ -207,6 +208,7 @@ class StepWorker:
             check={k: report[k] for k in ("kind", "passed", "score")},
             observation=str(report.get("evidence", ""))[:300],
         )
+        emit(check_event(self.step_id, self.revision, report))
         return report
 
     def critique(self, task: str, draft: str, evidence: Mapping[str, Any]) -> tuple[Any, int]:

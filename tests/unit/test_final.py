@@ -1,0 +1,57 @@
+"""The last AI message shows the result itself: the answer and the plan's main artifact."""
+
+from __future__ import annotations
+
+from agent.final import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
+from agent.vfs import file_entry as _entry
+from tests.fakes import step
+
+
+def file_entry(content: str, status: str = "active"):
+    return _entry(content, step=1, status=status)
+
+
+PLAN = {"steps": [step("S1", "notes.md"), step("S2", "report.md", deps=("S1",))]}
+
+
+def test_the_main_artifact_is_the_plans_sink_not_its_inputs():
+    files = {"notes.md": file_entry("n"), "report.md": file_entry("r")}
+    assert main_artifact(PLAN, files) == "report.md"
+
+
+def test_without_the_sink_the_last_existing_output_is_shown():
+    assert main_artifact(PLAN, {"notes.md": file_entry("n")}) == "notes.md"
+    assert main_artifact(PLAN, {}) is None
+    assert main_artifact(None, {"x.md": file_entry("x")}) is None
+
+
+def test_of_two_independent_sinks_the_later_step_is_the_main_one():
+    plan = {"steps": [step("S1", "a.md"), step("S2", "b.md")]}
+    assert main_artifact(plan, {"a.md": file_entry("a"), "b.md": file_entry("b")}) == "b.md"
+
+
+def test_a_small_text_artifact_is_shown_whole_after_the_answer():
+    files = {"report.md": file_entry("# Report\n\nAll good.\n", status="done")}
+    text = final_message("Done.", PLAN, files)
+    assert text.startswith("Done.\n\n**report.md** (done, ")
+    assert text.endswith("# Report\n\nAll good.")
+
+
+def test_code_is_fenced_with_its_language():
+    plan = {"steps": [step("S1", "prime.py")]}
+    text = final_message("Done.", plan, {"prime.py": file_entry("def f():\n    pass\n")})
+    assert "```python\ndef f():\n    pass\n```" in text
+
+
+def test_a_large_artifact_is_an_excerpt_with_where_to_get_the_rest():
+    body = "x" * (INLINE_LIMIT + 1)
+    text = final_message("Done.", PLAN, {"report.md": file_entry(body)})
+    assert "x" * EXCERPT_CHARS in text and "x" * (EXCERPT_CHARS + 1) not in text
+    assert f"{len(body) - EXCERPT_CHARS} more characters" in text
+    assert "deepreflect export" in text
+
+
+def test_a_binary_or_empty_artifact_is_named_but_not_shown():
+    text = final_message("Done.", PLAN, {"report.md": file_entry("a\x00b")})
+    assert text.startswith("Done.\n\n**report.md**") and "\x00" not in text
+    assert final_message("Done.", PLAN, {}) == "Done."
