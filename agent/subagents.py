@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.tools import BaseTool
 from typing_extensions import TypedDict
 
 from agent.errors import ConfigError
 from agent.prompts import load_prompt
+from agent.user_tools import coerce_tools
 
 BUILTIN_ROLES = ("researcher", "writer", "coder", "critic")
 
@@ -24,9 +24,10 @@ class SubAgent(TypedDict):
     """One line the planner reads to choose it."""
     prompt: NotRequired[str]
     """Its system prompt; built-in roles read ``prompts/subagents/<name>.txt``."""
-    tools: NotRequired[Sequence[BaseTool]]
+    tools: NotRequired[Sequence[Any]]
     """Extra tools besides the filesystem tools (``ls``, ``read_file``, ``write_file``,
-    ``edit_file``)."""
+    ``edit_file``): ``BaseTool``s, ``@tool`` functions or plain functions (sync or async),
+    which ``build_registry`` turns into ``BaseTool``s (``agent.user_tools.as_tool``)."""
     model: NotRequired[str | BaseChatModel]
     """Its own model; otherwise ``Context.subagent_model`` or ``Context.model``."""
 
@@ -56,7 +57,8 @@ def build_registry(
     tools: Mapping[str, Sequence[Any]] | None = None,
 ) -> dict[str, SubAgent]:
     """Built-ins overlaid with the user's subagents, then ``tools`` added to the roles they
-    name (built-in or not) without redefining them; a bad spec fails at build time."""
+    name (built-in or not) without redefining them; a bad spec or tool fails at build time.
+    Every role's tools come out as ``BaseTool``s (``agent.user_tools.coerce_tools``)."""
     registry: dict[str, SubAgent] = {s["name"]: s for s in builtin_subagents()}
     for spec in extra or ():
         name = spec.get("name") if isinstance(spec, Mapping) else None
@@ -72,11 +74,14 @@ def build_registry(
             msg = f"subagent {name!r} needs a prompt"
             raise ConfigError(msg)
         registry[name] = {**spec, "name": name, "prompt": prompt}  # type: ignore[typeddict-item]
+        if "tools" in spec:
+            registry[name]["tools"] = coerce_tools(name, spec["tools"] or ())
     for role, added in (tools or {}).items():
         if role not in registry:
             msg = f"tools given for unknown role {role!r}; roles: {', '.join(sorted(registry))}"
             raise ConfigError(msg)
-        registry[role] = {**registry[role], "tools": [*registry[role].get("tools", ()), *added]}
+        merged = coerce_tools(role, [*registry[role].get("tools", ()), *coerce_tools(role, added)])
+        registry[role] = {**registry[role], "tools": merged}
     return registry
 
 
