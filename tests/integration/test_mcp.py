@@ -18,7 +18,7 @@ from langchain_core.messages import ToolMessage
 
 from agent import build_graph, run
 from agent.errors import ConfigError
-from agent.mcp import read_config, tools_from_config
+from agent.mcp import atools_from_config, read_config, tools_from_config
 from agent.models import tool_call
 from agent.runner import thread_config
 from tests.fakes import END, ROOT, ctx, models, sqlite_graph, step
@@ -123,6 +123,11 @@ def test_entries_read_as_the_usual_shape_with_roles_defaulting_to_researcher_and
     assert [s.roles for s in read_config(path, default_roles=["coder"])][0] == ("coder",)
 
 
+def test_vs_codes_servers_key_is_read_too(tmp_path):
+    (tmp_path / "mcp.json").write_text(json.dumps({"servers": {"s": {"command": "x"}}}))
+    assert [s.name for s in read_config(tmp_path / "mcp.json")] == ["s"]
+
+
 def test_an_unset_variable_is_a_config_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     path = write_config(tmp_path, {"s": {"command": "x", "env": {"K": "${NOT_SET_ANYWHERE}"}}})
@@ -201,6 +206,13 @@ def test_tools_load_from_inside_a_running_event_loop(tmp_path):
         return tools_from_config(path)
 
     assert [t.name for t in asyncio.run(notebook_cell())["researcher"]] == ["lookup", "broken"]
+
+
+@needs_mcp
+def test_async_code_awaits_the_tools(tmp_path):
+    path = write_config(tmp_path, {"facts": stdio_server(tmp_path, roles=["coder"])})
+    tools = asyncio.run(atools_from_config(path))
+    assert [t.name for t in tools["coder"]] == ["lookup", "broken"] and list(tools) == ["coder"]
 
 
 @needs_mcp
