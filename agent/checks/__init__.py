@@ -8,6 +8,7 @@ does, through ``register_check``:
 * :mod:`agent.checks.text` — ``exists``, ``non_empty``, ``contains``, ``regex``, ``json_schema``
 * :mod:`agent.checks.code` — ``python``, ``pytest`` (sandboxed, verdicts the artifact cannot forge)
 * :mod:`agent.checks.sql` — ``sql`` (sandboxed, read-only)
+* :mod:`agent.checks.citations` — ``citations`` (every cited URL came from the step's tools)
 * :mod:`agent.checks.rubric` — ``rubric`` (the judge model)
 
 Importing this package registers them, family by family in the order the planner sees them,
@@ -17,9 +18,11 @@ code only ever runs in ``agent.sandbox``.
 
 from __future__ import annotations
 
-from agent.checks import code, rubric, sql, text
+from agent.checks import citations, code, rubric, sql, text
 from agent.checks.registry import (
     CheckFn,
+    current_judge,
+    current_tool_outputs,
     describe_kinds,
     register_check,
     run_check,
@@ -31,13 +34,15 @@ from agent.checks.report import CheckReport
 __all__ = [
     "CheckFn",
     "CheckReport",
+    "current_judge",
+    "current_tool_outputs",
     "describe_kinds",
     "register_check",
     "run_check",
     "validate_check_spec",
 ]
 
-for _family in (text, code, sql, rubric):  # the order the planner sees the kinds in
+for _family in (text, code, sql, citations, rubric):  # the order the planner sees the kinds in
     _family.register()
 seal_builtin_kinds()
 del _family

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "Validator",
     "builtin_kinds",
     "current_judge",
+    "current_tool_outputs",
     "describe_kinds",
     "needs_strings",
     "register_check",
@@ -65,10 +66,23 @@ class CheckKind:
 
 _CHECKS: dict[str, CheckKind] = {}
 """Kind name -> kind, in registration order (the order the planner sees them in)."""
-# The rubric kind needs the judge and the task; the table's signature has no room for them,
-# so run_check lends them for the duration of the call (thread- and task-safe).
-_JUDGE: contextvars.ContextVar[tuple[ChatModelLike | None, str]] = contextvars.ContextVar(
-    "deepreflect_check_judge", default=(None, "")
+
+
+@dataclass(frozen=True)
+class _Lent:
+    """What ``run_check`` lends the check it runs besides ``(spec, files, path)``."""
+
+    judge: ChatModelLike | None = None
+    task: str = ""
+    tool_outputs: tuple[str, ...] = ()
+
+
+# The rubric kind needs the judge and the task, the citations kind what the step's tools
+# returned; the table's signature has no room for them, so run_check lends them for the
+# duration of the call (thread- and task-safe).
+_NOTHING_LENT = _Lent()  # frozen: one shared default is safe
+_LENT: contextvars.ContextVar[_Lent] = contextvars.ContextVar(
+    "deepreflect_check_lent", default=_NOTHING_LENT
 )
 
 
@@ -121,7 +135,14 @@ def describe_kinds() -> str:
 
 def current_judge() -> tuple[ChatModelLike | None, str]:
     """The judge model and task that :func:`run_check` lent to the check now running."""
-    return _JUDGE.get()
+    lent = _LENT.get()
+    return lent.judge, lent.task
+
+
+def current_tool_outputs() -> tuple[str, ...]:
+    """The text of every tool result the step's tools returned, as :func:`run_check` lent it
+    to the check now running (empty outside a step, or when the caller passed none)."""
+    return _LENT.get().tool_outputs
 
 
 def validate_check_spec(spec: Any) -> list[str]:
@@ -157,11 +178,15 @@ def run_check(
     *,
     judge: ChatModelLike | None = None,
     task: str = "",
+    tool_outputs: Sequence[str] = (),
 ) -> CheckReport:
     """Check the artifact ``files[path]`` against ``spec``; never raises (but for the judge).
 
     ``None`` means ``{"kind": "non_empty"}``; a string is a rubric with that one criterion.
     ``files`` maps paths to contents (a ``FileEntry``'s ``content`` is accepted too).
+    ``judge`` and ``task`` serve the rubric kind; ``tool_outputs``, the text of every result
+    the step's tools returned while it drafted, serves the citations kind. Check functions
+    read them through :func:`current_judge` and :func:`current_tool_outputs`.
     """
     errors = validate_check_spec(spec)
     normal = _normalise(spec) if not errors else {}
@@ -171,7 +196,7 @@ def run_check(
     contents = _contents(files)
     if kind != "exists" and path not in contents:
         return make_report(kind, False, 0.0, f"artifact {path} was not produced")
-    token = _JUDGE.set((judge, task))
+    token = _LENT.set(_Lent(judge, task, _texts(tool_outputs)))
     try:
         report = _CHECKS[kind].fn(normal, contents, path)
     except Exception as exc:  # a check must fail with evidence, never crash the graph
@@ -179,8 +204,15 @@ def run_check(
             raise  # the judge model failed, not the artifact: the worker handles its class
         report = make_report(kind, False, 0.0, f"check crashed: {type(exc).__name__}: {exc}")
     finally:
-        _JUDGE.reset(token)
+        _LENT.reset(token)
     return tidy_report(report, kind)
+
+
+def _texts(outputs: Sequence[str]) -> tuple[str, ...]:
+    """``tool_outputs`` as a tuple of strings (one string passed alone is one output)."""
+    if isinstance(outputs, str):
+        return (outputs,)
+    return tuple(o if isinstance(o, str) else str(o) for o in outputs or () if o is not None)
 
 
 def _normalise(spec: Any) -> dict[str, Any]:

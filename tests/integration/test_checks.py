@@ -101,6 +101,7 @@ def test_missing_spec_means_non_empty():
         {"kind": "python", "code": "pass"},
         {"kind": "pytest", "tests": ["test_x.py"]},
         {"kind": "sql", "db": "any.sqlite"},
+        {"kind": "citations"},
         {"kind": "rubric", "criteria": ["clear"]},
     ],
     ids=lambda spec: spec["kind"],
@@ -624,8 +625,9 @@ def test_rubric_check_without_a_judge_fails(fake_critic):
         ({"kind": "sql", "expect_rows": "3"}, "needs 'db'"),
         ({"kind": "sql", "db": "x.sqlite", "expect_rows": True}, "'expect_rows'"),
         ({"kind": "rubric", "criteria": [" "]}, "must not be blank"),
+        ({"kind": "citations", "min": 0}, "kind 'citations' takes 'min'"),
         ({"kind": "teleport"}, "unknown check kind 'teleport'"),
-        ({"pattern": "x"}, "needs a 'kind', one of: contains, exists"),
+        ({"pattern": "x"}, "needs a 'kind', one of: citations, contains, exists"),
         (42, "not int"),
         ("  ", "must not be blank"),
     ],
@@ -649,6 +651,8 @@ def test_malformed_specs_fail_with_a_clear_message_instead_of_raising(spec, prob
         {"kind": "regex", "pattern": "^x"},
         {"kind": "python", "code": "pass", "timeout_s": 2},
         {"kind": "sql", "db": "a.sqlite", "expect_rows": 0, "reference": "SELECT 1"},
+        {"kind": "citations"},
+        {"kind": "citations", "min": 3},
     ],
 )
 def test_valid_specs_have_no_validation_errors(spec):
@@ -691,6 +695,7 @@ BUILT_IN_KINDS = (
     "python",
     "pytest",
     "sql",
+    "citations",
     "rubric",
 )
 
@@ -699,7 +704,7 @@ def always_passes(spec, files, path):
     return {"passed": True, "evidence": "fine"}
 
 
-def test_the_built_in_kinds_are_the_nine_of_the_design():
+def test_the_built_in_kinds_are_the_ten_of_the_design():
     assert check_registry.builtin_kinds() == set(BUILT_IN_KINDS)
 
 
@@ -738,6 +743,7 @@ def test_the_planner_is_offered_every_built_in_kind_in_family_order():
 
     assert [line.split('"kind": "')[1].split('"')[0] for line in lines] == list(BUILT_IN_KINDS)
     assert any("another step's artifact" in line for line in lines if '"pytest"' in line)
+    assert any("research steps" in line for line in lines if '"citations"' in line)
 
 
 def test_a_kind_registered_without_describe_is_offered_by_its_name(registry):
@@ -812,3 +818,38 @@ def test_file_entries_are_accepted_and_deleted_files_count_as_missing():
     assert run_check({"kind": "exists"}, {"a.txt": None}, "a.txt")["evidence"] == (
         "artifact a.txt was not produced"
     )
+
+
+# -- what the step's tools returned, lent to the check ------------------------------------
+
+
+def test_run_check_lends_the_tool_outputs_to_the_check_and_only_for_the_call(registry):
+    from agent.checks import current_judge, current_tool_outputs
+
+    seen = []
+
+    def grounded(spec, files, path):
+        seen.append((current_tool_outputs(), current_judge()))
+        return {"passed": files[path] in "".join(current_tool_outputs()), "evidence": "seen"}
+
+    register_check("grounded", grounded)
+    judge = object()
+
+    report = check({"kind": "grounded"}, "42", judge=judge, task="t", tool_outputs=["it is 42"])
+    plain = check({"kind": "grounded"}, "42")
+
+    assert report["passed"] and not plain["passed"]
+    assert seen == [(("it is 42",), (judge, "t")), ((), (None, ""))]
+    assert current_tool_outputs() == () and current_judge() == (None, "")
+
+
+def test_tool_outputs_reach_the_citations_check_through_run_check():
+    spec = {"kind": "citations"}
+    artifact = "Mercury is closest [1](https://a.com/mercury)."
+
+    grounded = check(spec, artifact, path="notes.md", tool_outputs=["[1] https://a.com/mercury"])
+    ungrounded = check(spec, artifact, path="notes.md", tool_outputs=["[1] https://b.org/venus"])
+
+    assert grounded["passed"], grounded
+    assert not ungrounded["passed"]
+    assert "https://a.com/mercury" in ungrounded["evidence"]
