@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
+from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
@@ -156,7 +157,11 @@ def subagent_task(
     allowance: int,
     seconds: float,
 ) -> SubagentTask:
-    """What one subagent gets: its step, the goal, and the files it may read."""
+    """What one subagent gets: its step, the goal, and the paths of the files it may read.
+
+    Paths, not contents: a ``Send`` is stored with the checkpoint (twice: as a write and as a
+    pending task), so contents in it would store each input again for every step reading
+    it. The subagent reads the contents from the ``files`` channel when it starts."""
     by_id = {s["step_id"]: s for s in state["plan"]["steps"]}
     readable = [by_id[d]["expected_output"] for d in step["depends_on"] if d in by_id]
     own = [step["expected_output"]] + [
@@ -165,11 +170,24 @@ def subagent_task(
     return {
         "step": dict(step),
         "goal": state.get("goal", ""),
-        "inputs": {p: files[p]["content"] for p in readable + own if p in files},
+        "readable": [p for p in readable + own if p in files],
         "round": round_no,
         "token_allowance": allowance,
         "time_allowance_s": seconds,
     }
+
+
+def current_files() -> Mapping[str, Any]:
+    """The ``files`` channel as the running task sees it ({} outside a run)."""
+    try:
+        return ChannelRead.do_read(get_config(), select="files") or {}
+    except (RuntimeError, KeyError):
+        return {}
+
+
+def task_inputs(task: SubagentTask, files: Mapping[str, Any]) -> dict[str, str]:
+    """The contents of the files a subagent task may read."""
+    return {p: files[p]["content"] for p in task.get("readable", ()) if p in files}
 
 
 class Subagent:
@@ -189,7 +207,7 @@ class Subagent:
         worker = StepWorker(
             step=step,
             goal=state["goal"],
-            inputs=state["inputs"],
+            inputs=task_inputs(state, current_files()),
             round_no=state["round"],
             system_prompt=spec["prompt"],
             model=self.roles.metered(step["action"], ctx),
@@ -230,7 +248,7 @@ class Reflection:
                 return model_failure(exc, "reflection", state, ctx, {"usage": metered.usage})
             update["usage"] = metered.usage
             decision = rules.validate_decision(decision, s)
-        update["file_summaries"] = rules.file_summaries(s)
+        update["file_summaries"] = rules.summary_changes(state.get("file_summaries") or {}, s)
         return command_for(decision, state, ctx, update, situation=s)
 
 

@@ -251,8 +251,26 @@ def visible_files(s: Situation) -> dict[str, Mapping[str, Any]]:
 
 
 def file_summaries(s: Situation) -> dict[str, dict[str, Any]]:
-    """Exactly the summaries reflection sees (stored as ``file_summaries`` for Studio)."""
+    """Exactly the summaries reflection sees."""
     return summarize_files(visible_files(s), s.step)
+
+
+def summary_changes(
+    stored: Mapping[str, Mapping[str, Any]], s: Situation
+) -> dict[str, dict[str, Any] | None]:
+    """The write that brings the stored ``file_summaries`` up to date: only what changed
+    (``None`` for a file gone). They keep the step a file was written at instead of its
+    age, which changes every round and would rewrite every summary each time."""
+    files = visible_files(s)
+    current = {
+        path: {k: v for k, v in item.items() if k != "age_steps"}
+        | {"written_at_step": files[path].get("written_at_step", s.step)}
+        for path, item in file_summaries(s).items()
+    }
+    changed: dict[str, dict[str, Any] | None] = {
+        path: item for path, item in current.items() if stored.get(path) != item
+    }
+    return changed | {path: None for path in stored if path not in current}
 
 
 def reflection_input(s: Situation) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 """The graph's state: plain JSON-compatible data, with storage chosen per key.
 
-Append-only logs and the filesystem use LangGraph's ``DeltaChannel``: a checkpoint stores
-only the writes of its own step, so a run that writes N files stores O(N) bytes, not O(N²).
+Every key whose size grows with the plan or the files uses LangGraph's ``DeltaChannel``: a
+checkpoint stores only the writes of its own step, and the value is rebuilt from them, so a
+run that writes N files stores O(N) bytes, not O(N²). Append-only logs append; ``files`` and
+``file_summaries`` merge by path (``None`` deletes); ``plan``, ``context``, ``turn`` and
+``result``, written once in a while and read at every step, keep the latest write (``{}``
+until the first one).
 ``messages`` keeps every message, but a human message longer than any goal or answer the
 planner accepts is kept as a short placeholder, so a 10 MB paste is not copied into every
 checkpoint of the thread.
@@ -78,8 +82,15 @@ def _append(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
     return merged
 
 
-def _files(current: dict[str, FileEntry], writes: Sequence[dict[str, Any]]) -> dict:
+def _by_path(current: dict[str, Any], writes: Sequence[dict[str, Any]]) -> dict:
+    """Reducer of ``files`` and ``file_summaries``: later writes win, ``None`` deletes."""
     return merge_files(current, writes)
+
+
+def _latest(current: Any, writes: Sequence[Any]) -> Any:
+    """Reducer of the keys that are replaced whole: the last write wins (batching-invariant:
+    the last of two batches is the last of their concatenation)."""
+    return writes[-1] if writes else current
 
 
 def _usage(current: dict | None, update: dict | None) -> dict:
@@ -94,14 +105,15 @@ class State(TypedDict, total=False):
     a human message over ``MAX_GOAL_CHARS`` is kept as a placeholder (``bounded_message``)."""
     goal: str
     """The user goal for the current turn."""
-    plan: dict[str, Any] | None
-    """Current plan: ``{"version": int, "steps": [Step]}``."""
+    plan: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    """Current plan: ``{"version": int, "steps": [Step]}``; ``{}`` before the first one."""
     plan_history: Annotated[list[dict[str, Any]], DeltaChannel(_append)]
     """Superseded plan versions, oldest first; never erased."""
-    files: Annotated[dict[str, FileEntry], DeltaChannel(_files)]
+    files: Annotated[dict[str, FileEntry], DeltaChannel(_by_path)]
     """The virtual filesystem; writing ``None`` to a path deletes it."""
-    file_summaries: dict[str, dict[str, Any]]
-    """What reflection last saw of ``files`` (status, bytes, age, check): Studio's readable view."""
+    file_summaries: Annotated[dict[str, dict[str, Any]], DeltaChannel(_by_path)]
+    """What reflection last saw of ``files`` (status, bytes, step written, check): Studio's
+    readable view. Reflection writes only the summaries that changed."""
     step: int
     """Planner rounds so far; ``age_steps`` of a file counts from it."""
     reflection_depth: int
@@ -123,12 +135,12 @@ class State(TypedDict, total=False):
     plan_request: dict[str, Any] | None
     """Why the planner is to plan (``reason``) and the human's ``answer``, if any: set by
     whoever sends the thread to the planner for a (new) plan, cleared once it is planned."""
-    turn: dict[str, Any]
+    turn: Annotated[dict[str, Any], DeltaChannel(_latest)]
     """Where the current user turn began (time, step, tokens, message) for its budgets."""
-    context: dict[str, Any]
+    context: Annotated[dict[str, Any], DeltaChannel(_latest)]
     """The Context the current turn runs with, so another process resumes it the same way."""
-    result: dict[str, Any] | None
-    """The final ``Result`` once a run ends."""
+    result: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    """The ``Result`` once a run ends or pauses; ``{}`` before."""
 
 
 class InputState(TypedDict, total=False):
@@ -143,8 +155,9 @@ class SubagentTask(TypedDict):
 
     step: dict[str, Any]
     goal: str
-    inputs: dict[str, str]
-    """Contents of the step's dependencies' outputs, plus its own earlier files."""
+    readable: list[str]
+    """Paths of the step's dependencies' outputs and its own earlier files (contents are
+    read from ``files`` when the step starts, never carried here)."""
     round: int
     token_allowance: int
     """Tokens this step may spend: what is left of the turn's budget, shared by the round."""

@@ -52,7 +52,7 @@ def take_in(state: Mapping[str, Any], ctx: Context, *, now: float | None = None)
     human = new_human_message(state)
     if state.get("escalation") and human is None:
         return Intake("escalate")  # resumed without an answer: pause again, no model
-    if state.get("plan") is None:
+    if not state.get("plan"):  # None, or {} before the first plan (a DeltaChannel)
         return _first_goal(state, ctx, human, now)
     if human is not None:
         return _answer(state, ctx, human, now)
