@@ -100,6 +100,14 @@ class StepWorker:
             scratch=scratch_prefix(self.step_id),
         )
         self.tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
+        # files the step was given to read (not its own output or scratch): what it reads of
+        # them counts as a source, what it reads back of its own writing never does
+        own = scratch_prefix(self.step_id)
+        self.input_paths = {
+            p for p in inputs if p != step["expected_output"] and not p.startswith(own)
+        }
+        self.tool_outputs: list[str] = []
+        """What the step's tools returned, for checks that trace claims to it (citations)."""
         self.run = StepRun()
 
     # -- trajectory ---------------------------------------------------------------------
@@ -168,6 +176,8 @@ class StepWorker:
                 break
             for call in answer.tool_calls:
                 observation, ok = await execute_tool_call(call, self.tools)
+                if ok and self._is_source(call):
+                    self.tool_outputs.append(observation)
                 messages.append(self._answer_call(call, observation, ok))
                 defuse(call)
             # Arguments that were not valid JSON: tell the model, which must answer every call
@@ -176,6 +186,17 @@ class StepWorker:
                 messages.append(self._answer_call(bad, invalid_call_error(bad)))
         draft = self.workspace.contents().get(self.step["expected_output"], "")
         return draft, self.model.tokens - before
+
+    def _is_source(self, call: Mapping[str, Any]) -> bool:
+        """Whether a successful call's result is evidence from outside the step: any tool but
+        the write tools and ``ls``, and ``read_file`` only of the step's inputs (a failed
+        call's error repeats the model's own arguments, and is never a source either)."""
+        name = call.get("name")
+        if name in ("ls", "write_file", "edit_file"):
+            return False
+        if name == "read_file":
+            return (call.get("args") or {}).get("path") in self.input_paths
+        return True
 
     def _answer_call(
         self, call: Mapping[str, Any], observation: str, ok: bool = False
@@ -201,7 +222,15 @@ class StepWorker:
         path = self.step["expected_output"]
         spec = self.step.get("done_when")
         report = dict(
-            await asyncio.to_thread(run_check, spec, files, path, judge=self.judge, task=self.goal)
+            await asyncio.to_thread(
+                run_check,
+                spec,
+                files,
+                path,
+                judge=self.judge,
+                task=self.goal,
+                tool_outputs=tuple(self.tool_outputs),
+            )
         )
         self._event(
             "check",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import run
@@ -44,7 +43,6 @@ def researcher(drafts: list[str]):
     return respond
 
 
-@pytest.mark.xfail(strict=True, reason="worker does not pass tool_outputs yet")
 def test_an_invented_citation_fails_the_check_and_the_revision_without_it_passes(tmp_path):
     plan = [step("S1", "notes.md", action="researcher", check=CITATIONS, text="Research Mercury.")]
     drafts: list[str] = []

@@ -175,3 +175,36 @@ def test_the_judge_of_a_rubric_check_is_told_which_step_it_reviews():
         "S1",
         "out.txt",
     )
+
+
+CITED = {**STEP, "expected_output": "notes.md", "done_when": {"kind": "citations"}}
+
+
+def test_a_url_the_step_wrote_and_read_back_is_never_a_source():
+    body = "Fact [1](https://made.up/source)."
+    w, _ = worker(
+        [
+            tool_call("write_file", path="notes.md", content=body),
+            tool_call("read_file", path="notes.md"),
+            "done",
+        ],
+        step=CITED,
+        max_rounds=0,
+    )
+    entry = w.execute().files["notes.md"]
+    assert entry["status"] == "failed" and "https://made.up/source" in entry["check"]["evidence"]
+
+
+def test_a_url_in_an_input_file_the_step_read_is_a_source():
+    body = "Fact [1](https://example.org/a)."
+    w, _ = worker(
+        [
+            tool_call("read_file", path="dep.md"),
+            tool_call("write_file", path="notes.md", content=body),
+            "done",
+        ],
+        step=CITED,
+        inputs={"dep.md": "found at https://example.org/a"},
+        max_rounds=0,
+    )
+    assert w.execute().files["notes.md"]["status"] == "done"
