@@ -37,6 +37,7 @@ from agent.nodes import (
 )
 from agent.reflection import RULES, Rule
 from agent.roles import Roles
+from agent.search import default_role_tools
 from agent.state import InputState, State, SubagentTask
 from agent.subagents import SubAgent, build_registry
 
@@ -46,6 +47,15 @@ DEFAULT_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=is_tr
 # own default of 25 supersteps from cutting a long plan short.
 RECURSION_LIMIT = 10_000
 MAX_CONCURRENCY = 64
+
+
+def with_default_tools(tools: Mapping[str, Sequence[Any]] | None) -> dict[str, list[Any]]:
+    """The user's tools per role, after the ones deepreflect adds by itself: web search for
+    the researcher when ``TAVILY_API_KEY`` is set (``agent.search``)."""
+    merged: dict[str, list[Any]] = {r: list(t) for r, t in default_role_tools().items()}
+    for role, added in (tools or {}).items():
+        merged[role] = [*merged.get(role, ()), *added]
+    return merged
 
 
 def build_graph(
@@ -73,12 +83,14 @@ def build_graph(
             ``langgraph dev``, which brings its own.
         subagents: extra subagents (name, description, prompt, tools, model).
         tools: role name to extra tools for that role (built-in or added), e.g.
-            ``{"researcher": [search], "coder": [run_sql]}``.
+            ``{"researcher": [search], "coder": [run_sql]}``: ``BaseTool``s, ``@tool``
+            functions, plain callables, coroutine-only and MCP tools. With
+            ``TAVILY_API_KEY`` set the researcher also gets Tavily web search.
         retry_policy: how transient model errors are retried (None disables retries).
         state_schema: ``State`` or a subclass adding keys of your own.
         reflection_rules: the rules reflection applies before asking the model, in order.
     """
-    roles = Roles(build_registry(subagents, tools), models)
+    roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
     planner = Planner(roles)
     subagent = Subagent(roles, max_tool_turns)
     reflection = Reflection(roles, reflection_rules)
