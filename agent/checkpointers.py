@@ -4,16 +4,18 @@ unreachable database; and listing the threads a database holds."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError
@@ -22,7 +24,9 @@ from agent.pg_url import is_postgres_url, pg_conninfo, redact, scrub
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg import Connection
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from psycopg import AsyncConnection, Connection
 
 DEFAULT_DB = ".deepreflect/threads.sqlite"
 
@@ -37,26 +41,58 @@ def shown_location(location: str) -> str:
     return redact(location) if is_postgres_url(location) else location
 
 
+_POSTGRES_EXTRA = "PostgreSQL threads need `pip install 'deepreflect[postgres]'`"
+
+
 @contextmanager
 def open_checkpointer(
-    db: str | None = None, *, write: bool = True
+    db: str | None = None, *, write: bool = True, serde: SerializerProtocol | None = None
 ) -> Iterator[BaseCheckpointSaver]:
     """A checkpointer for ``db``: a SQLite file path, or a ``postgresql://`` URL.
 
-    ``write=False`` is for callers that only read (``show``, ``threads``): a SQLite file this
-    process may not write is then opened read-only instead of refused. Anything wrong with
-    the database itself is a :class:`ConfigError` that names it and says what is wrong.
+    ``write=False`` is for callers that only read (``show``, ``threads``): a SQLite file is
+    then opened read-only, so nothing is created or written (a missing one is
+    :class:`NoThreads`). ``serde`` replaces LangGraph's serializer. Anything wrong with the
+    database itself is a :class:`ConfigError` that names it and says what is wrong.
     """
     location = db_location(db)
     if is_postgres_url(location):
         with _open_postgres(location) as pg_saver:
+            if serde is not None:
+                pg_saver.serde = serde
             yield pg_saver
         return
     saver = _sqlite_saver(Path(location), write=write)
+    if serde is not None:
+        saver.serde = serde
     try:
         yield saver
     finally:
         saver.conn.close()
+
+
+@asynccontextmanager
+async def open_async_checkpointer(
+    db: str | None = None, *, write: bool = True
+) -> AsyncIterator[BaseCheckpointSaver]:
+    """:func:`open_checkpointer` for ``await graph.ainvoke(...)``: an ``AsyncSqliteSaver``
+    (aiosqlite) for a SQLite file, an ``AsyncPostgresSaver`` for a ``postgresql://`` URL,
+    refused with the same :class:`ConfigError` messages for the same problems."""
+    location = db_location(db)
+    if is_postgres_url(location):
+        async with _open_async_postgres(location) as pg_saver:
+            yield pg_saver
+        return
+    path = Path(location)
+    read_only = checked_sqlite_path(path, write=write)
+    try:
+        saver = await (_aopen_read_only(path) if read_only else _aopen_for_writing(path))
+    except sqlite3.Error as exc:
+        raise database_problem(str(path), exc) from exc
+    try:
+        yield saver
+    finally:
+        await saver.conn.close()
 
 
 @contextmanager
@@ -64,14 +100,33 @@ def _open_postgres(location: str) -> Iterator[PostgresSaver]:
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError as exc:
-        msg = "PostgreSQL threads need `pip install 'deepreflect[postgres]'`"
-        raise ConfigError(msg) from exc
+        raise ConfigError(_POSTGRES_EXTRA) from exc
     import psycopg
 
     with ExitStack() as stack:
         try:
             pg_saver = stack.enter_context(PostgresSaver.from_conn_string(pg_conninfo(location)))
             _setup_postgres(pg_saver)
+        except psycopg.Error as exc:
+            raise _postgres_problem(location, exc) from exc
+        yield pg_saver
+
+
+@asynccontextmanager
+async def _open_async_postgres(location: str) -> AsyncIterator[AsyncPostgresSaver]:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError as exc:
+        raise ConfigError(_POSTGRES_EXTRA) from exc
+    import psycopg
+
+    async with AsyncExitStack() as stack:
+        try:
+            conninfo = pg_conninfo(location)
+            pg_saver = await stack.enter_async_context(
+                AsyncPostgresSaver.from_conn_string(conninfo)
+            )
+            await _asetup_postgres(pg_saver)
         except psycopg.Error as exc:
             raise _postgres_problem(location, exc) from exc
         yield pg_saver
@@ -135,12 +190,21 @@ def read_only_reason(path: Path) -> str | None:
     return None
 
 
-def _sqlite_saver(path: Path, *, write: bool) -> SqliteSaver:
-    """A saver on the threads file, read-write or (``write=False``) read-only if it must."""
+class NoThreads(ConfigError):
+    """A reader (``write=False``) found no threads database there: nothing was created."""
+
+
+def checked_sqlite_path(path: Path, *, write: bool) -> bool:
+    """Refuse a threads file that cannot serve (a :class:`ConfigError` saying why); True when
+    it is to be opened read-only: ``write=False`` always (a reader never creates, migrates
+    or switches a file, and a missing one is :class:`NoThreads`), else never."""
+    if path.is_dir():
+        msg = f"the threads database {path} is a directory, not a file: pass a file to --db"
+        raise ConfigError(msg)
+    if not write and not path.exists():
+        msg = f"there is no threads database at {path}: nothing has run with it yet"
+        raise NoThreads(msg)
     try:
-        if path.is_dir():
-            msg = f"the threads database {path} is a directory, not a file: pass a file to --db"
-            raise ConfigError(msg)
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         msg = (
@@ -160,8 +224,14 @@ def _sqlite_saver(path: Path, *, write: bool) -> SqliteSaver:
             "need to write to it; threads and show can still read it"
         )
         raise ConfigError(msg)
+    return not write
+
+
+def _sqlite_saver(path: Path, *, write: bool) -> SqliteSaver:
+    """A saver on the threads file, read-write or (``write=False``) read-only."""
+    read_only = checked_sqlite_path(path, write=write)
     try:
-        return _open_read_only(path) if reason else _open_for_writing(path)
+        return _open_read_only(path) if read_only else _open_for_writing(path)
     except sqlite3.Error as exc:
         raise database_problem(str(path), exc) from exc
 
@@ -178,36 +248,93 @@ def _open_for_writing(path: Path) -> SqliteSaver:
     return saver
 
 
-def _open_read_only(path: Path) -> SqliteSaver:
-    """Open ``path`` read-only, without setup or a switch to WAL (both would write).
+# ``mode=ro`` still needs the ``-shm`` file of a WAL database, which a read-only folder may
+# not have; ``immutable=1`` then reads the file as it is, with no locking at all.
+READ_ONLY_OPTIONS = ("mode=ro", "mode=ro&immutable=1")
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+_WRITES_COLUMNS = "PRAGMA table_info(writes)"
 
-    ``mode=ro`` still needs the ``-shm`` file of a WAL database, which a read-only folder
-    may not have; ``immutable=1`` then reads the file as it is, with no locking at all.
-    """
+
+def no_threads(path: Path, tables: set[str]) -> NoThreads | None:
+    """The error for a file without the checkpoint tables; None when it has them."""
+    if {"checkpoints", "writes"} <= tables:
+        return None
+    msg = f"{path} holds no deepreflect threads"
+    if reason := read_only_reason(path):
+        msg += f", and it is read-only ({reason}) so none can be added"
+    return NoThreads(msg)
+
+
+def _open_read_only(path: Path) -> SqliteSaver:
+    """Open ``path`` read-only, without setup or a switch to WAL (both would write)."""
     uri = path.absolute().as_uri()
-    for options in ("mode=ro", "mode=ro&immutable=1"):
+    for options in READ_ONLY_OPTIONS:
         conn = sqlite3.connect(f"{uri}?{options}", uri=True, check_same_thread=False)
         try:
-            tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            names = {row[0] for row in tables}
+            names = {row[0] for row in conn.execute(_TABLES)}
         except sqlite3.OperationalError:
             conn.close()
-            if "immutable" in options:
+            if options == READ_ONLY_OPTIONS[-1]:
                 raise
             continue
         except BaseException:
             conn.close()
             raise
-        if not {"checkpoints", "writes"} <= names:
+        if problem := no_threads(path, names):
             conn.close()
-            msg = f"{path} holds no deepreflect threads, and it is read-only so none can be added"
-            raise ConfigError(msg)
+            raise problem
         saver = SqliteSaver(conn)
         saver.is_setup = True  # what setup() would learn, without its writes:
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(writes)")}
+        columns = {row[1] for row in conn.execute(_WRITES_COLUMNS)}
         saver._has_task_path = "task_path" in columns  # a file older than that column
         return saver
     raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+async def _aopen_for_writing(path: Path) -> AsyncSqliteSaver:
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    conn = await aiosqlite.connect(str(path), timeout=30)
+    try:
+        await _aretry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+        saver = AsyncSqliteSaver(conn)
+        await _aretry_locked(saver.setup)
+    except BaseException:
+        await conn.close()
+        raise
+    return saver
+
+
+async def _aopen_read_only(path: Path) -> AsyncSqliteSaver:
+    """:func:`_open_read_only` on aiosqlite."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    uri = path.absolute().as_uri()
+    for options in READ_ONLY_OPTIONS:
+        conn = await aiosqlite.connect(f"{uri}?{options}", uri=True)
+        try:
+            names = {row[0] for row in await conn.execute_fetchall(_TABLES)}
+            problem = no_threads(path, names)
+            if problem is None:
+                columns = {row[1] for row in await conn.execute_fetchall(_WRITES_COLUMNS)}
+        except sqlite3.OperationalError:
+            await conn.close()
+            if options == READ_ONLY_OPTIONS[-1]:
+                raise
+            continue
+        except BaseException:
+            await conn.close()
+            raise
+        if problem is not None:
+            await conn.close()
+            raise problem
+        saver = AsyncSqliteSaver(conn)
+        saver.is_setup = True
+        saver._has_task_path = "task_path" in columns
+        return saver
+    raise AssertionError("unreachable")
 
 
 def is_database_error(exc: BaseException) -> bool:
@@ -289,6 +416,27 @@ def _setup_postgres(saver: PostgresSaver, wait_s: float = 60) -> None:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
 
 
+async def _asetup_postgres(saver: AsyncPostgresSaver, wait_s: float = 60) -> None:
+    """:func:`_setup_postgres` on an async connection."""
+    from psycopg.rows import tuple_row
+
+    conn = cast("AsyncConnection[Any]", saver.conn)
+    deadline = time.monotonic() + wait_s
+    locked = False
+    while not locked and time.monotonic() < deadline:
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK,))
+            row = await cur.fetchone()
+        locked = bool(row and row[0])
+        if not locked:
+            await asyncio.sleep(0.05)
+    try:
+        await saver.setup()
+    finally:
+        if locked:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK,))
+
+
 def _retry_locked(action: Callable[[], Any], timeout_s: float = 30.0) -> Any:
     """Run ``action``, retrying "database is locked" for up to ``timeout_s`` seconds.
 
@@ -308,10 +456,44 @@ def _retry_locked(action: Callable[[], Any], timeout_s: float = 30.0) -> Any:
             delay = min(delay * 2, 0.25)
 
 
-# Thread ids, the thread with the newest checkpoint first (checkpoint ids grow with time).
-_THREAD_IDS = (
-    "SELECT thread_id FROM checkpoints GROUP BY thread_id ORDER BY max(checkpoint_id) DESC"
+async def _aretry_locked(action: Callable[[], Awaitable[Any]], timeout_s: float = 30.0) -> Any:
+    """:func:`_retry_locked` for a coroutine."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return await action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
+# Each thread's first and newest checkpoint id (uuid6: they carry their time), newest first.
+_THREAD_SPANS = (
+    "SELECT thread_id, min(checkpoint_id), max(checkpoint_id) FROM checkpoints "
+    "GROUP BY thread_id ORDER BY max(checkpoint_id) DESC"
 )
+
+
+def thread_spans(checkpointer: BaseCheckpointSaver) -> list[tuple[str, str, str]]:
+    """``(thread_id, first checkpoint id, newest checkpoint id)`` of every thread, newest
+    first, without decoding any checkpoint (so an undecodable one hides nothing)."""
+    if isinstance(checkpointer, SqliteSaver):
+        with checkpointer.cursor(transaction=False) as cur:
+            rows = cur.execute(_THREAD_SPANS).fetchall()
+    elif is_postgres_saver(checkpointer):
+        rows = _postgres_rows(checkpointer, _THREAD_SPANS)
+    else:
+        spans: dict[str, tuple[str, str]] = {}
+        for item in checkpointer.list(None):
+            configurable = item.config["configurable"]
+            first, last = spans.get(configurable["thread_id"], (None, None))
+            cid = str(configurable["checkpoint_id"])
+            spans[configurable["thread_id"]] = (min(first or cid, cid), max(last or cid, cid))
+        rows = sorted(((t, a, b) for t, (a, b) in spans.items()), key=lambda r: r[2], reverse=True)
+    return [(str(t), str(first), str(last)) for t, first, last in rows]
 
 
 def list_threads(checkpointer: BaseCheckpointSaver) -> list[str]:
@@ -320,15 +502,7 @@ def list_threads(checkpointer: BaseCheckpointSaver) -> list[str]:
     SQLite and PostgreSQL are asked for the ids alone: listing checkpoints would decode every
     checkpoint of every thread, and one that cannot be decoded would hide all the others.
     """
-    if isinstance(checkpointer, SqliteSaver):
-        with checkpointer.cursor(transaction=False) as cur:
-            return [str(row[0]) for row in cur.execute(_THREAD_IDS)]
-    if is_postgres_saver(checkpointer):
-        return [str(row[0]) for row in _postgres_rows(checkpointer, _THREAD_IDS)]
-    seen: dict[str, None] = {}
-    for item in checkpointer.list(None):
-        seen.setdefault(item.config["configurable"]["thread_id"], None)
-    return list(seen)
+    return [thread_id for thread_id, _, _ in thread_spans(checkpointer)]
 
 
 def _postgres_rows(saver: Any, sql: str) -> list[tuple[Any, ...]]:

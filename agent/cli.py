@@ -1,107 +1,148 @@
-"""The ``deepreflect`` command: demo, run, resume, show, threads, eval."""
+"""The ``deepreflect`` command: demo, run, resume, show, export, threads, prune, eval.
+
+Only argparse and rich load with this module: each command imports what it needs, and only
+the commands that run a graph import LangGraph's graph and LangChain's models, so that
+``--help``, ``threads`` and ``show`` start in a fraction of a second (``bench/startup.py``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from agent.checkpointers import (
-    database_problem,
-    db_location,
-    is_damaged,
-    is_database_error,
-    list_threads,
-    open_checkpointer,
-    shown_location,
-)
-from agent.context import Context, as_context
-from agent.errors import ConfigError, classify, describe
-from agent.eval import evaluate, print_report
-from agent.export import ExportError, export_files
-from agent.graph import build_graph
-from agent.lease import ThreadBusy
-from agent.models import load_model
-from agent.pg_url import scrub
-from agent.progress import Progress, line, print_result
-from agent.result import Result, build_result
-from agent.runner import Graph, resume, run, thread_config
-from agent.sandbox import weaker_isolation_warning
-from agent.scenarios import SCENARIOS
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from agent.context import Context
+    from agent.result import Result
+    from agent.runner import Graph
 
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
 EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 4
 DEMO_GOAL = "Build a tiny slugify module with tests and a README."
+MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
+_STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
+# flag dest -> Context field, for the flags that set one
+_CONTEXT_FLAGS = {
+    "model": "model",
+    "planner_model": "planner_model",
+    "subagent_model": "subagent_model",
+    "judge_model": "judge_model",
+    "reflection_model": "reflection_model",
+    "structured_output": "structured_output",
+    "request_timeout": "request_timeout_s",
+    "max_revisions": "max_revisions",
+    "token_budget": "token_budget",
+    "time_budget": "time_budget_s",
+    "max_parallel": "max_parallel",
+    "workload": "workload",
+}
+
+
+class _Scenarios:
+    """``demo --scenario`` choices, read from agent.scenarios only when argparse asks (it
+    imports LangChain, which ``--help`` and the other commands do not need)."""
+
+    def _names(self) -> tuple[str, ...]:
+        from agent.scenarios import SCENARIOS
+
+        return tuple(SCENARIOS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="deepreflect", description="A deep agent whose reflection loop knows when to stop."
+        prog="deepreflect",
+        description="A deep agent whose reflection loop knows when to stop.",
+        epilog="Every run setting also defaults from DEEPREFLECT_<FIELD> (DEEPREFLECT_MODEL, "
+        "DEEPREFLECT_MAX_PARALLEL, ...); a flag wins over the environment.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--db",
-            help="threads database (default .deepreflect/threads.sqlite "
-            "or $DEEPREFLECT_DB; a postgresql:// URL works too)",
-        )
-        p.add_argument("--json", action="store_true", help="print the Result as JSON")
-
-    def out(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
-
     demo = sub.add_parser("demo", help="the whole loop on a scripted model; no key needed")
-    demo.add_argument("--scenario", default="demo", choices=SCENARIOS)
-    common(demo)
-    out(demo)
+    demo.add_argument(
+        "--scenario",
+        default="demo",
+        choices=_Scenarios(),
+        metavar="NAME",  # not the choices: argparse would list them, importing them, now
+        help="the scripted scenario (default demo; a wrong name lists them all)",
+    )
+    _budgets(demo)
+    _db(demo, json_flag=True)
+    _out(demo)
 
     run_p = sub.add_parser("run", help="run a goal on a new or existing thread")
     run_p.add_argument("goal")
-    run_p.add_argument("--model", help="provider:name, e.g. openai:gpt-4.1-mini")
     run_p.add_argument("--thread", help="thread id (default: a new one)")
     run_p.add_argument("--workload", choices=["qa", "research", "report", "coding", "bughunt"])
-    common(run_p)
-    out(run_p)
+    _models(run_p)
+    _budgets(run_p)
+    _mcp(run_p)
+    _db(run_p, json_flag=True)
+    _out(run_p)
 
-    res = sub.add_parser("resume", help="answer a paused thread (or continue a crashed one)")
+    res = sub.add_parser("resume", help="answer a paused thread (or continue a stopped one)")
     res.add_argument("thread_id")
     res.add_argument("answer", nargs="?", help="the human answer; omit to continue as is")
-    res.add_argument("--token-budget", type=int, help="raise the token budget for this turn")
     act = res.add_mutually_exclusive_group()
     act.add_argument(
         "--accept", action="store_true", help="finish now with the artifacts as they are"
     )
     act.add_argument("--stop", action="store_true", help="finish now: nothing more runs")
-    common(res)
-    out(res)
+    _models(res, note=" (default: what the thread ran with)")
+    _budgets(res, note=" for this turn (default: what the thread ran with)")
+    _mcp(res)
+    _db(res, json_flag=True)
+    _out(res)
 
     show = sub.add_parser("show", help="a thread's status, plan, artifacts and decisions")
     show.add_argument("thread_id")
     show.add_argument("--file", help="print this file's content, as the thread holds it")
-    common(show)
+    _db(show, json_flag=True)
 
     exp = sub.add_parser("export", help="write a thread's artifacts to a folder, byte for byte")
     exp.add_argument("thread_id")
     exp.add_argument("dir", help="the folder to write into (created if missing)")
     exp.add_argument("--all", action="store_true", help="every file, with a status manifest")
     exp.add_argument("--force", action="store_true", help="overwrite files that exist")
-    exp.add_argument("--db", help="threads database, as for the other commands")
+    _db(exp)
 
-    threads = sub.add_parser("threads", help="list the threads in the database")
-    threads.add_argument("--db")
+    threads = sub.add_parser("threads", help="list the threads in the database (or delete some)")
+    threads.add_argument(
+        "--delete", nargs="+", metavar="ID", help="delete these threads' checkpoints"
+    )
+    _db(threads)
+
+    prune = sub.add_parser("prune", help="delete the threads not updated for a while")
+    prune.add_argument(
+        "--older-than", required=True, metavar="DURATION", help="e.g. 7d, 12h, 30m, 2w"
+    )
+    _db(prune)
 
     ev = sub.add_parser("eval", help="measure reflection: off vs on, or seeded errors")
     ev.add_argument("--dataset", default="humaneval", help="humaneval or a JSONL file")
     ev.add_argument("--model", help="generator (and seeded-errors critic), provider:name")
-    ev.add_argument("--critic", help="model critic merged with the check's critique")
+    ev.add_argument(
+        "--critic",
+        "--judge-model",
+        dest="critic",
+        help="model critic (the judge) merged with the check's critique",
+    )
     ev.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
     ev.add_argument("--evidence", choices=["check", "visible"], default="check")
     ev.add_argument("--seeded-errors", action="store_true", help="plant errors in references")
@@ -113,14 +154,122 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _db(p: argparse.ArgumentParser, *, json_flag: bool = False) -> None:
+    p.add_argument(
+        "--db",
+        help="threads database (default .deepreflect/threads.sqlite or $DEEPREFLECT_DB; "
+        "a postgresql:// URL works too)",
+    )
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print the Result as JSON")
+
+
+def _out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
+
+
+def _models(p: argparse.ArgumentParser, note: str = "") -> None:
+    """The per-role model flags (Context's model fields)."""
+    g = p.add_argument_group("models, as provider:name" + note)
+    g.add_argument("--model", help="every role's default, e.g. openai:gpt-4.1-mini")
+    g.add_argument("--planner-model", help="the planner's")
+    g.add_argument("--subagent-model", help="the subagents'")
+    g.add_argument("--judge-model", help="the judge of rubric checks and critiques")
+    g.add_argument("--critic-model", help="deprecated: the old name of --judge-model")
+    g.add_argument("--reflection-model", help="reflection's")
+    g.add_argument(
+        "--structured-output",
+        choices=_STRUCTURED_OUTPUT,
+        help="how models return structured answers (json_schema or json_mode for servers "
+        "without tool calling)",
+    )
+    g.add_argument(
+        "--request-timeout", type=float, metavar="S", help="seconds one model request may take"
+    )
+
+
+def _budgets(p: argparse.ArgumentParser, note: str = "") -> None:
+    g = p.add_argument_group("budgets" + note)
+    g.add_argument("--max-revisions", type=int, metavar="N", help="revisions after a draft")
+    g.add_argument("--token-budget", type=int, metavar="N", help="tokens one user turn may spend")
+    g.add_argument("--time-budget", type=float, metavar="S", help="seconds one user turn may take")
+    g.add_argument("--max-parallel", type=int, metavar="N", help="subagents at once")
+
+
+def _mcp(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mcp-config",
+        metavar="PATH",
+        help=f'MCP servers ({{"mcpServers": ...}}) whose tools the subagents get (${MCP_ENV})',
+    )
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def _context_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The Context fields the command line sets (a flag wins over DEEPREFLECT_*)."""
+    overrides = {
+        field: getattr(args, dest)
+        for dest, field in _CONTEXT_FLAGS.items()
+        if getattr(args, dest, None) is not None
+    }
+    critic = getattr(args, "critic_model", None)
+    if critic is not None:
+        _warn("--critic-model is deprecated: use --judge-model (it sets the judge)")
+        overrides["critic_model"] = critic  # as Context(critic_model=...): the critic subagent
+        overrides.setdefault("judge_model", critic)  # ... and the judge, unless given
+    return overrides
+
+
+def _with_flags(ctx: Context, args: argparse.Namespace) -> Context:
+    """``ctx`` with the command line's settings; set after construction so that a flag
+    equal to a field's default still wins over the environment."""
+    for name, value in _context_overrides(args).items():
+        setattr(ctx, name, value)
+    return ctx
+
+
 def _check_models(ctx: Context) -> None:
-    """Fail before any work when a model string cannot be used (exit code 2)."""
-    roles = (ctx.model, ctx.planner_model, ctx.subagent_model, ctx.judge_model, ctx.critic_model)
-    for spec in set(roles) - {None}:
-        load_model(spec)  # type: ignore[arg-type]
+    """Fail before any work when the configuration or a model string cannot be used
+    (exit code 2): a bad ``DEEPREFLECT_*`` value is named here too."""
+    from agent.errors import ConfigError
+    from agent.models import load_model
+
     if problems := ctx.validate():
         msg = "; ".join(problems)
         raise ConfigError(msg)
+    roles = (
+        ctx.model,
+        ctx.planner_model,
+        ctx.subagent_model,
+        ctx.judge_model,
+        ctx.critic_model,
+        ctx.reflection_model,
+    )
+    for spec in set(roles) - {None}:
+        load_model(spec)  # type: ignore[arg-type]
+
+
+def _tools(args: argparse.Namespace) -> Mapping[str, Sequence[Any]] | None:
+    """``--mcp-config`` / ``$DEEPREFLECT_MCP_CONFIG``: its servers' tools by role."""
+    path = getattr(args, "mcp_config", None) or os.environ.get(MCP_ENV)
+    if not path:
+        return None
+    from agent.mcp import tools_from_config
+
+    return tools_from_config(path)
+
+
+def _warn(message: str) -> None:
+    from agent.progress import line
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        line(("warning", "yellow"), ": ", message)
+    )
+
+
+# ------------------------------------------------------------------ running
 
 
 class RunStopped(Exception):
@@ -142,10 +291,12 @@ def _running(thread_id: str) -> Iterator[None]:
     A usage error or a busy thread keeps its own meaning: nothing ran. A run under the
     weaker process sandbox says so first, on stderr (``--json`` output stays clean).
     """
+    from agent.errors import ConfigError
+    from agent.lease import ThreadBusy
+    from agent.sandbox import weaker_isolation_warning
+
     if warning := weaker_isolation_warning():
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            line(("warning", "yellow"), ": ", warning)
-        )
+        _warn(warning)
     try:
         yield
     except (ConfigError, ThreadBusy):
@@ -155,6 +306,8 @@ def _running(thread_id: str) -> Iterator[None]:
 
 
 def _finish(console: Console, result: Result, as_json: bool) -> int:
+    from agent.progress import print_result
+
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
@@ -162,20 +315,26 @@ def _finish(console: Console, result: Result, as_json: bool) -> int:
     return EXIT_CODES.get(result["status"], EXIT_FAILED)
 
 
-def _not_found(thread_id: str, db: str | None) -> ConfigError:
-    msg = f"thread {thread_id!r} not found in {shown_location(db_location(db))}"
-    return ConfigError(msg)
+def _where(db: str | None) -> str:
+    from agent.checkpointers import db_location, shown_location
+
+    return shown_location(db_location(db))
 
 
 def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
+    from agent.checkpointers import open_checkpointer
+    from agent.graph import build_graph
+    from agent.progress import Progress, line
+    from agent.runner import run
+
     _check_models(ctx)
+    tools = _tools(args)
     thread_id = args.thread = getattr(args, "thread", None) or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver:
-        graph = build_graph(checkpointer=saver)
+        graph = build_graph(checkpointer=saver, tools=tools)
         if not args.json:
             console.print(line(("goal", "bold"), f": {goal}"))
-            where = shown_location(db_location(args.db))
-            console.print(line((f"thread {thread_id} in {where}", "dim")))
+            console.print(line((f"thread {thread_id} in {_where(args.db)}", "dim")))
         on_update = None if args.json else Progress(console)
         with _running(thread_id):
             result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
@@ -183,23 +342,41 @@ def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context
     return _finish(console, result, args.json)
 
 
-def _state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
-    """The thread's state; a usage error when it is missing or cannot be decoded."""
+def _graph_state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
+    """The thread's state through the graph (for resume); a usage error when it is missing
+    or cannot be decoded."""
+    from agent.runner import thread_config
+
+    return _decoded(lambda: graph.get_state(thread_config(thread_id)).values, thread_id, db)
+
+
+def _decoded(read: Callable[[], Any], thread_id: str, db: str | None) -> dict[str, Any]:
+    from agent.checkpointers import is_database_error
+    from agent.errors import ConfigError, describe
+
     try:
-        values = graph.get_state(thread_config(thread_id)).values
+        values = read()
     except Exception as exc:
         if is_database_error(exc):
             raise  # the database, not this thread: _failure names it
-        where = shown_location(db_location(db))
-        msg = f"thread {thread_id!r} in {where} cannot be read: {describe(exc)}"
+        msg = f"thread {thread_id!r} in {_where(db)} cannot be read: {describe(exc)}"
         raise ConfigError(msg) from exc
     if not values:
         raise _not_found(thread_id, db)
     return dict(values)
 
 
+def _not_found(thread_id: str, db: str | None) -> Exception:
+    from agent.errors import ConfigError
+
+    msg = f"thread {thread_id!r} not found in {_where(db)}"
+    return ConfigError(msg)
+
+
 def _answer(args: argparse.Namespace) -> str | dict[str, str] | None:
     """The resume value the command line gives: an action, the answer text, or nothing."""
+    from agent.errors import ConfigError
+
     if (args.accept or args.stop) and args.answer is not None:
         msg = "give an answer or --accept / --stop, not both"
         raise ConfigError(msg)
@@ -211,11 +388,17 @@ def _answer(args: argparse.Namespace) -> str | dict[str, str] | None:
 
 
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
+    from agent.checkpointers import open_checkpointer
+    from agent.context import as_context
+    from agent.graph import build_graph
+    from agent.progress import Progress
+    from agent.runner import resume
+
+    tools = _tools(args)
     with open_checkpointer(args.db) as saver:
-        graph = build_graph(checkpointer=saver)
-        ctx = as_context(_state(graph, args.thread_id, args.db).get("context"))
-        if args.token_budget:
-            ctx.token_budget = args.token_budget
+        graph = build_graph(checkpointer=saver, tools=tools)
+        stored = _graph_state(graph, args.thread_id, args.db).get("context")
+        ctx = _with_flags(as_context(stored), args)
         _check_models(ctx)
         on_update = None if args.json else Progress(console)
         with _running(args.thread_id):
@@ -227,6 +410,8 @@ def _cmd_resume(args: argparse.Namespace, console: Console) -> int:
 def _export_out(args: argparse.Namespace, graph: Graph, thread_id: str) -> None:
     """``--out DIR``: the run's done artifacts written to DIR once it stops (on stderr with
     ``--json``, which keeps stdout for the Result)."""
+    from agent.runner import thread_config
+
     if not getattr(args, "out", None):
         return
     console = Console(stderr=args.json, highlight=False, soft_wrap=True)
@@ -234,9 +419,43 @@ def _export_out(args: argparse.Namespace, graph: Graph, thread_id: str) -> None:
     _export(console, values, args.out, include_all=False, force=False)
 
 
+# ------------------------------------------------------------------ reading threads
+
+
+@contextmanager
+def _reading(db: str | None, thread_id: str | None = None) -> Iterator[BaseCheckpointSaver]:
+    """The database opened read-only: nothing is created or written. With ``thread_id``,
+    a missing database is that thread not being found."""
+    from agent.checkpointers import NoThreads, open_checkpointer
+    from agent.errors import ConfigError
+    from agent.threads import plain_serde
+
+    try:
+        with open_checkpointer(db, write=False, serde=plain_serde()) as saver:
+            yield saver
+    except NoThreads as exc:
+        if thread_id is None:
+            raise
+        msg = f"thread {thread_id!r} not found in {_where(db)} ({exc})"
+        raise ConfigError(msg) from exc
+
+
+def _thread_state(saver: BaseCheckpointSaver, thread_id: str, db: str | None) -> dict[str, Any]:
+    from agent.threads import thread_values
+
+    return _decoded(lambda: thread_values(saver, thread_id), thread_id, db)
+
+
 def _cmd_show(args: argparse.Namespace, console: Console) -> int:
-    with open_checkpointer(args.db, write=False) as saver:
-        values = _state(build_graph(checkpointer=saver), args.thread_id, args.db)
+    from agent.errors import ConfigError
+    from agent.progress import line, print_result
+    from agent.result import build_result
+    from agent.threads import INTERRUPTED, shown_status
+
+    with _reading(args.db, args.thread_id) as saver:
+        values = _thread_state(saver, args.thread_id, args.db)
+        status = shown_status(saver, args.thread_id, values.get("status"))
+        holder = _holder(saver, args.thread_id) if status == "running" else None
     if args.file is not None:
         entry = (values.get("files") or {}).get(args.file)
         if entry is None:
@@ -247,22 +466,41 @@ def _cmd_show(args: argparse.Namespace, console: Console) -> int:
     result = build_result(values, args.thread_id)
     if args.json:
         print(json.dumps(result, indent=2, default=str))
-    else:
-        console.print(line(("goal", "bold"), f": {values.get('goal')}"))
-        for entry in values.get("decisions") or []:
-            console.print(
-                line(
-                    f"  round {entry.get('round')}: {entry.get('decision')} by "
-                    f"{entry.get('by')} — {entry.get('reason', '')}"
-                )
+        return 0
+    console.print(line(("goal", "bold"), f": {values.get('goal')}"))
+    for entry in values.get("decisions") or []:
+        console.print(
+            line(
+                f"  round {entry.get('round')}: {entry.get('decision')} by "
+                f"{entry.get('by')} — {entry.get('reason', '')}"
             )
-        print_result(console, result)
+        )
+    if status == INTERRUPTED:  # the state says running, and no run holds it
+        result = {**result, "status": INTERRUPTED, "stop_reason": "its run stopped unfinished"}
+    elif holder:
+        result = {**result, "stop_reason": holder}
+    print_result(console, result)
+    if status == INTERRUPTED:
+        console.print()
+        console.print(
+            line(
+                "its process was killed or its run failed; the checkpoint is kept: ",
+                (f"deepreflect resume {args.thread_id}", "bold"),
+                " continues it",
+            )
+        )
     return 0
 
 
+def _holder(saver: BaseCheckpointSaver, thread_id: str) -> str | None:
+    from agent.lease import lease_holder
+
+    return lease_holder(saver, thread_id)
+
+
 def _cmd_export(args: argparse.Namespace, console: Console) -> int:
-    with open_checkpointer(args.db, write=False) as saver:
-        values = _state(build_graph(checkpointer=saver), args.thread_id, args.db)
+    with _reading(args.db, args.thread_id) as saver:
+        values = _thread_state(saver, args.thread_id, args.db)
     _export(console, values, args.dir, include_all=args.all, force=args.force)
     return 0
 
@@ -270,6 +508,10 @@ def _cmd_export(args: argparse.Namespace, console: Console) -> int:
 def _export(
     console: Console, values: Mapping[str, Any], folder: str, *, include_all: bool, force: bool
 ) -> None:
+    from agent.errors import ConfigError
+    from agent.export import ExportError, export_files
+    from agent.progress import line
+
     try:
         written = export_files(
             values.get("files") or {}, folder, include_all=include_all, force=force
@@ -284,35 +526,133 @@ def _export(
         console.print(line("  no done artifacts to export (--all exports every file)"))
 
 
-def _thread_row(graph: Graph, thread_id: str) -> tuple[str, str]:
-    """A thread's status and goal for ``threads``; a thread whose state cannot be decoded is
-    listed as ``unreadable`` instead of hiding every other thread of the database."""
-    try:
-        values = _state(graph, thread_id, None)
-    except ConfigError as exc:
-        return "unreadable", describe(exc.__cause__ or exc, limit=60)
-    return str(values.get("status", "?")), " ".join(str(values.get("goal", "")).split())[:60]
+# ------------------------------------------------------------------ listing and deleting
+
+
+def _when(seconds: float | None) -> str:
+    return "?" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
 
 
 def _cmd_threads(args: argparse.Namespace, console: Console) -> int:
-    with open_checkpointer(args.db, write=False) as saver:
-        graph = build_graph(checkpointer=saver)
-        for thread_id in list_threads(saver):
-            status, goal = _thread_row(graph, thread_id)
-            console.print(line(f"{thread_id}  {status:<16} {goal}"))
+    from agent.checkpointers import NoThreads
+    from agent.progress import line
+    from agent.threads import thread_rows
+
+    if args.delete:
+        return _cmd_delete(args, console)
+    try:
+        with _reading(args.db) as saver:
+            rows = thread_rows(saver)
+    except NoThreads as exc:
+        console.print(line(f"no threads: {exc}"))
+        return 0
+    if not rows:
+        console.print(line(f"no threads in {_where(args.db)} yet: `deepreflect demo` starts one"))
+        return 0
+    width = max(len("thread"), *(len(row.thread_id) for row in rows))
+    header = f"{'thread':<{width}}  {'created':<16}  {'updated':<16}  {'status':<16}  goal"
+    console.print(line((header, "bold")))
+    for row in rows:
+        goal = row.goal if len(row.goal) <= 60 else row.goal[:59] + "…"
+        console.print(
+            line(
+                f"{row.thread_id:<{width}}  {_when(row.created):<16}  {_when(row.updated):<16}  "
+                f"{row.status:<16}  {goal}"
+            )
+        )
     return 0
 
 
+@contextmanager
+def _writing(db: str | None) -> Iterator[BaseCheckpointSaver]:
+    """The database opened for deleting; a SQLite file that does not exist is not created."""
+    from agent.checkpointers import NoThreads, db_location, open_checkpointer
+    from agent.pg_url import is_postgres_url
+
+    location = db_location(db)
+    if not is_postgres_url(location) and not Path(location).exists():
+        msg = f"there is no threads database at {location}: nothing has run with it yet"
+        raise NoThreads(msg)
+    with open_checkpointer(db) as saver:
+        yield saver
+
+
+def _cmd_delete(args: argparse.Namespace, console: Console) -> int:
+    """``threads --delete ID...``: every id must exist (else nothing is deleted); a thread a
+    run holds is refused (exit 4) and the others are deleted."""
+    from agent.threads import thread_rows
+
+    with _writing(args.db) as saver:
+        rows = {row.thread_id: row for row in thread_rows(saver)}
+        missing = [thread_id for thread_id in args.delete if thread_id not in rows]
+        if missing:
+            raise _not_found(missing[0], args.db)
+        return _delete(console, saver, [rows[t] for t in dict.fromkeys(args.delete)])
+
+
+def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -> int:
+    """Delete each thread of ``rows`` (``ThreadRow``), saying which were deleted and which a
+    run holds; exit 4 when any was busy."""
+    from agent.lease import ThreadBusy
+    from agent.progress import line
+    from agent.threads import delete_thread
+
+    busy = 0
+    for row in rows:
+        try:
+            delete_thread(saver, row.thread_id)
+        except ThreadBusy as exc:
+            busy += 1
+            _error_line("not deleted", str(exc))
+            continue
+        console.print(
+            line(
+                ("deleted", "red"),
+                f" {row.thread_id}  {row.status}, updated {_when(row.updated)}: {row.goal[:60]}",
+            )
+        )
+    return EXIT_BUSY if busy else 0
+
+
+def _cmd_prune(args: argparse.Namespace, console: Console) -> int:
+    from agent.checkpointers import NoThreads
+    from agent.progress import line
+    from agent.threads import parse_duration, stale_threads, thread_rows
+
+    older_than = parse_duration(args.older_than)
+    try:
+        with _writing(args.db) as saver:
+            stale = set(stale_threads(saver, older_than))
+            rows = [row for row in thread_rows(saver) if row.thread_id in stale]
+            if not rows:
+                console.print(
+                    line(f"no thread in {_where(args.db)} is older than {args.older_than}")
+                )
+                return 0
+            code = _delete(console, saver, rows)
+    except NoThreads as exc:
+        console.print(line(f"nothing to prune: {exc}"))
+        return 0
+    console.print(line(f"pruned the threads not updated for {args.older_than}"))
+    return code
+
+
+# ------------------------------------------------------------------ eval
+
+
 def _cmd_eval(args: argparse.Namespace, console: Console) -> int:
+    from agent.eval import evaluate, print_report
+    from agent.eval.report import eval_progress
+
     options = {k: getattr(args, k) for k in ("dataset", "model", "critic", "rounds", "limit")}
     options.update(evidence=args.evidence, workers=args.workers, seed=args.seed)
-    # the spinner goes to stderr, so that --json output stays clean
-    with Console(stderr=True).status("evaluating") as status:
+    # progress goes to stderr, so that --json output stays clean
+    with eval_progress(Console(stderr=True, highlight=False)) as progress:
         report = evaluate(
             **options,
             seeded_errors=args.seeded_errors,
             timeout_s=args.timeout,
-            progress=lambda done, total: status.update(f"evaluating: {done}/{total} tasks"),
+            progress=progress,
         )
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -321,29 +661,34 @@ def _cmd_eval(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ dispatch and errors
+
+
 def _dispatch(args: argparse.Namespace, console: Console) -> int:
+    if args.command in ("demo", "run"):
+        from agent.context import Context
     if args.command == "demo":
-        ctx = Context(model=f"scripted:{args.scenario}")
+        ctx = _with_flags(Context(model=f"scripted:{args.scenario}"), args)
         return _cmd_run(args, console, DEMO_GOAL, ctx)
     if args.command == "run":
-        overrides: dict[str, Any] = {}
-        if args.model:
-            overrides["model"] = args.model
-        if args.workload:
-            overrides["workload"] = args.workload
-        return _cmd_run(args, console, args.goal, Context(**overrides))
+        return _cmd_run(args, console, args.goal, _with_flags(Context(), args))
     commands: dict[str, Callable[[argparse.Namespace, Console], int]] = {
         "resume": _cmd_resume,
         "show": _cmd_show,
         "export": _cmd_export,
         "eval": _cmd_eval,
         "threads": _cmd_threads,
+        "prune": _cmd_prune,
     }
     return commands[args.command](args, console)
 
 
 def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
     """The exit code, label and message for an error that ended a command."""
+    from agent.checkpointers import database_problem, is_damaged, is_database_error
+    from agent.errors import ConfigError, classify, describe
+    from agent.lease import ThreadBusy
+
     if isinstance(exc, ThreadBusy):
         return EXIT_BUSY, "error", str(exc)
     if isinstance(exc, ConfigError):
@@ -360,6 +705,16 @@ def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
     return EXIT_FAILED, "error", f"({classify(exc).value}): {describe(exc)}"
 
 
+def _error_line(label: str, message: str, location: str | None = None) -> None:
+    from agent.pg_url import scrub
+    from agent.progress import line
+
+    one_line = " ".join((scrub(message, location) if location else message).split())
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        line((label, "red"), ": ", one_line)
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
@@ -372,11 +727,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, console)
     except Exception as exc:
+        from agent.checkpointers import db_location
+
         location = db_location(getattr(args, "db", None))
         code, label, message = _failure(exc, location)
-        errors = Console(stderr=True, highlight=False, soft_wrap=True)
-        one_line = " ".join(scrub(message, location).split())
-        errors.print(line((label, "red"), ": ", one_line))
+        _error_line(label, message, location)
         return code
 
 

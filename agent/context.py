@@ -47,6 +47,10 @@ class Context:
         default=None,
         metadata={"description": "Judge model for rubric checks and critiques; None uses `model`."},
     )
+    reflection_model: str | None = field(
+        default=None,
+        metadata={"description": "Model for reflection's decisions; None uses `model`."},
+    )
     critic_model: str | None = field(
         default=None,
         metadata={
@@ -104,6 +108,13 @@ class Context:
         metadata={
             "description": "`end` needs every expected artifact done, not just one "
             "(otherwise it is overridden to replan)."
+        },
+    )
+    request_timeout_s: float = field(
+        default=120.0,
+        metadata={
+            "description": "Seconds one model request may take before it fails as a timeout "
+            "(and is retried as a transient error)."
         },
     )
     structured_output: str = field(
@@ -178,7 +189,7 @@ class Context:
             errors.append(
                 f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             )
-        for name in ("token_budget", "time_budget_s"):
+        for name in ("token_budget", "time_budget_s", "request_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
                 errors.append(f"{name} must be positive, got {getattr(self, name)}")
         if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:

@@ -302,6 +302,60 @@ def store_for(checkpointer: object) -> _Store:
     return _LocalStore(checkpointer)
 
 
+def lease_holder(checkpointer: object, thread_id: str) -> str | None:
+    """Who holds ``thread_id``'s lease, as people read it; None when no run holds it.
+
+    Only reads: a SQLite row is looked up (on the saver's own, possibly read-only,
+    connection), a PostgreSQL advisory lock in ``pg_locks``; nothing is taken or written.
+    """
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(checkpointer, SqliteSaver):
+        return _sqlite_holder(checkpointer, thread_id)
+    if is_postgres_saver(checkpointer):
+        return _postgres_holder(checkpointer, thread_id)
+    with _HELD_LOCK:
+        held = any(key[-1] == thread_id and key[:2] == ("local", id(checkpointer)) for key in _HELD)
+    return "a run in this process holds it" if held else None
+
+
+def _sqlite_holder(saver: Any, thread_id: str) -> str | None:
+    sql = f"SELECT owner, host, pid, expires_at FROM {TABLE} WHERE thread_id = ?"
+    try:
+        with saver.cursor(transaction=False) as cur:
+            row = cur.execute(sql, (thread_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None  # no run ever took a lease in this file
+        raise
+    if row is None:
+        return None
+    holder = Holder(str(row[0]), str(row[1]), int(row[2]), float(row[3]))
+    return holder.describe() if holder_is_live(holder, now=time.time(), host=HOST) else None
+
+
+# A bigint advisory key is held as (classid, objid) = its high and low 32 bits, objsubid 1.
+_PG_HOLDER = (
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+    "AND classid = %s::bigint::oid AND objid = %s::bigint::oid"
+)
+
+
+def _postgres_holder(saver: Any, thread_id: str) -> str | None:
+    from psycopg import Connection
+    from psycopg.rows import tuple_row
+
+    key = advisory_key(thread_id) & 0xFFFF_FFFF_FFFF_FFFF
+    params = (key >> 32, key & 0xFFFF_FFFF)
+    if isinstance(saver.conn, Connection):
+        with saver.lock, saver.conn.cursor(row_factory=tuple_row) as cur:
+            row = cur.execute(_PG_HOLDER, params).fetchone()
+    else:
+        with saver.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            row = cur.execute(_PG_HOLDER, params).fetchone()
+    return f"PostgreSQL session {row[0]} is running or resuming it" if row else None
+
+
 _HELD: set[tuple[Any, ...]] = set()
 _HELD_LOCK = threading.Lock()
 

@@ -39,7 +39,7 @@ class Roles:
             "planner": ctx.planner_model,
             JUDGE: ctx.judge_model,
             "critic": ctx.critic_model,  # deprecated alias of judge_model: set both, as before
-            "reflection": None,
+            "reflection": ctx.reflection_model,
         }
         chosen = by_role.get(role, ctx.subagent_model) or ctx.model
         return load_model(chosen, role)

@@ -7,7 +7,9 @@ written and cannot break the report.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich import box
@@ -33,6 +35,62 @@ def print_report(console: Console, report: Mapping[str, Any]) -> None:
         _print_seeded(console, report)
     else:
         _print_reflection(console, report)
+
+
+@contextmanager
+def eval_progress(console: Console) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback for ``evaluate``: a bar with the time left on a
+    terminal, else a plain line about every 5% of the tasks (a log stays short)."""
+    if console.is_terminal:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns = (
+            TextColumn("evaluating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tasks, elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("evaluating", total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    started = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        if done != total and done % max(1, total // 20):
+            return
+        elapsed = time.monotonic() - started
+        left = elapsed / done * (total - done) if done else 0.0
+        console.print(
+            line(
+                f"evaluating: {done}/{total} tasks, {_clock(elapsed)} elapsed, "
+                f"about {_clock(left)} left"
+            )
+        )
+
+    yield report
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _id_column(table: Table, ids: Sequence[str]) -> None:
+    """The task column, never cut: ``HumanEval/163`` stays whole in 80 columns (the
+    other columns give way)."""
+    widest = max((len(i) for i in ids), default=4)
+    table.add_column("task", no_wrap=True, min_width=widest)
 
 
 def _pct(part: int, whole: int) -> str:
@@ -85,7 +143,8 @@ def _print_reflection(console: Console, report: Mapping[str, Any]) -> None:
 def _reflection_tasks(report: Mapping[str, Any]) -> Table:
     """One row per task: first and final correctness, the change, rounds, cost."""
     table = Table(title="tasks", title_justify="left")
-    for column in ("task", "first", "final", "change", "rounds", "stop", "tokens", "calls"):
+    _id_column(table, [str(r["id"]) for r in report["tasks"]])
+    for column in ("first", "final", "change", "rounds", "stop", "tokens", "calls"):
         table.add_column(column)
     if report.get("critic"):
         table.add_column("critic flags (false)")
@@ -198,7 +257,8 @@ def _seeded_operators(report: Mapping[str, Any]) -> Table:
 def _not_caught(entries: list[Mapping[str, Any]]) -> Table:
     """The mutants no check or critic caught, with the input that tells them apart."""
     missed = Table(title="not caught", title_justify="left")
-    for column in ("task", "operator", "line", "change", "status", "witness"):
+    _id_column(missed, [str(e["id"]) for e in entries[:_NOT_CAUGHT_SHOWN]])
+    for column in ("operator", "line", "change", "status", "witness"):
         missed.add_column(column)
     for e in entries[:_NOT_CAUGHT_SHOWN]:
         change = f"{e['before']} → {e['after']}"

@@ -1,0 +1,257 @@
+"""Opening threads databases (sync and async) and reading threads without the graph: the
+view the read-only commands print must be the graph's own."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from agent import Context, build_graph, open_checkpointer, run
+from agent.checkpointers import NoThreads, open_async_checkpointer, thread_spans
+from agent.errors import ConfigError
+from agent.runner import thread_config
+from agent.threads import (
+    DELTA_KEYS,
+    checkpoint_time,
+    parse_duration,
+    plain_serde,
+    stale_threads,
+    thread_rows,
+    thread_values,
+)
+
+pytest_plugins = ["tests.postgres"]
+
+
+def _demo(db: str, scenario: str, thread_id: str) -> None:
+    with open_checkpointer(db) as saver:
+        run(
+            build_graph(checkpointer=saver),
+            "a goal",
+            thread_id=thread_id,
+            context=Context(model=f"scripted:{scenario}"),
+        )
+
+
+# ------------------------------------------------------------------ reading without the graph
+
+
+def test_the_delta_keys_read_without_the_graph_are_the_states_with_the_same_reducers():
+    from langgraph.channels.delta import DeltaChannel
+
+    from agent.state import State
+
+    hints = get_type_hints(State, include_extras=True)
+    channels = {
+        key: meta
+        for key, hint in hints.items()
+        for meta in getattr(hint, "__metadata__", ())
+        if isinstance(meta, DeltaChannel)
+    }
+    assert set(channels) == set(DELTA_KEYS)
+    samples = {
+        list: ([{"a": 1}], [[{"b": 2}], [], [{"c": 3}]]),
+        dict: ({"x": {"v": 1}}, [{"y": {"v": 2}}, {"x": None}, {"z": {"v": 3}}]),
+    }
+    for key, (reducer, kind) in DELTA_KEYS.items():
+        base, writes = samples[kind]
+        assert reducer(base, writes) == channels[key].reducer(base, writes), key
+
+
+@pytest.mark.parametrize("scenario", ["demo", "escalation", "depth-cap", "replan"])
+def test_a_thread_read_without_the_graph_has_the_graphs_values(scenario, tmp_path):
+    db = str(tmp_path / "t.sqlite")
+    _demo(db, scenario, "t")
+    with open_checkpointer(db, write=False) as saver:
+        expected = build_graph(checkpointer=saver).get_state(thread_config("t")).values
+        assert thread_values(saver, "t") == expected
+        assert thread_values(saver, "no-such-thread") is None
+
+
+def test_the_plain_serializer_leaves_messages_as_their_fields_and_the_rest_as_is(tmp_path):
+    db = str(tmp_path / "t.sqlite")
+    _demo(db, "demo", "t")
+    with open_checkpointer(db, write=False) as saver:
+        full = thread_values(saver, "t")
+    with open_checkpointer(db, write=False, serde=plain_serde()) as saver:
+        plain = thread_values(saver, "t")
+    assert full is not None and plain is not None
+    assert {k: v for k, v in plain.items() if k != "messages"} == {
+        k: v for k, v in full.items() if k != "messages"
+    }
+    assert isinstance(full["messages"][0], HumanMessage)
+    assert plain["messages"][0]["content"] == "a goal"
+
+
+def test_checkpoint_ids_give_the_time_each_checkpoint_was_written(tmp_path):
+    db = str(tmp_path / "t.sqlite")
+    _demo(db, "happy", "t")
+    with open_checkpointer(db, write=False) as saver:
+        saved = saver.get_tuple(thread_config("t"))
+        [(thread_id, first, last)] = thread_spans(saver)
+        assert saved is not None and thread_id == "t"
+        assert last == saved.config["configurable"]["checkpoint_id"]
+        from datetime import datetime
+
+        written = datetime.fromisoformat(saved.checkpoint["ts"]).timestamp()
+        assert abs(checkpoint_time(last) - written) < 1
+        assert checkpoint_time(first) <= checkpoint_time(last) <= time.time()
+        [row] = thread_rows(saver)
+        assert (row.thread_id, row.status, row.goal) == ("t", "success", "a goal")
+        assert stale_threads(saver, 3600) == [] and stale_threads(saver, 0) == ["t"]
+    assert checkpoint_time("not-a-uuid") is None
+    assert checkpoint_time("00000000-0000-4000-8000-000000000000") is None  # uuid4
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("7d", 7 * 86400), ("12h", 43200), ("30m", 1800), ("1d12h", 129600)]
+)
+def test_durations_read_as_people_write_them(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "7", "seven days", "7y", "-1d", "1d x"])
+def test_a_duration_that_does_not_parse_is_a_usage_error(text):
+    with pytest.raises(ConfigError, match="--older-than wants a duration"):
+        parse_duration(text)
+
+
+# ------------------------------------------------------------------ readers create nothing
+
+
+def test_a_reader_never_creates_a_database_or_its_folder(tmp_path):
+    db = tmp_path / "missing" / "threads.sqlite"
+    with pytest.raises(NoThreads, match="there is no threads database at"):
+        with open_checkpointer(str(db), write=False):
+            pass
+    assert not db.parent.exists()
+
+
+def test_a_reader_opens_an_existing_file_read_only_without_changing_it(tmp_path):
+    db = tmp_path / "t.sqlite"
+    _demo(str(db), "happy", "t")
+    for sidecar in (Path(f"{db}-wal"), Path(f"{db}-shm")):
+        sidecar.unlink(missing_ok=True)
+    before = db.read_bytes()
+    with open_checkpointer(str(db), write=False) as saver:
+        assert thread_values(saver, "t")["status"] == "success"
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            saver.conn.execute("CREATE TABLE x (y)")
+    assert db.read_bytes() == before
+
+
+def test_an_empty_file_holds_no_threads_for_a_reader(tmp_path):
+    db = tmp_path / "empty.sqlite"
+    db.touch()
+    with pytest.raises(NoThreads, match="holds no deepreflect threads"):
+        with open_checkpointer(str(db), write=False):
+            pass
+    assert db.stat().st_size == 0
+
+
+# ------------------------------------------------------------------ async checkpointers
+
+
+async def _ainvoke(db: str, thread_id: str) -> dict[str, Any]:
+    async with open_async_checkpointer(db) as saver:
+        graph = build_graph(checkpointer=saver)
+        return await graph.ainvoke(
+            {"messages": [HumanMessage("a goal")]},
+            thread_config(thread_id),
+            context=Context(model="scripted:demo"),
+        )
+
+
+def test_an_async_sqlite_checkpointer_runs_the_demo_on_a_real_file(tmp_path):
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db = str(tmp_path / "deep" / "t.sqlite")
+    values = asyncio.run(_ainvoke(db, "t"))
+    assert values["status"] == "success"
+    with open_checkpointer(db, write=False) as saver:  # and it is a real, shared file
+        assert thread_values(saver, "t")["status"] == "success"
+
+    async def read() -> tuple[type, Any]:
+        async with open_async_checkpointer(db, write=False) as saver:
+            saved = await saver.aget_tuple(thread_config("t"))
+            return type(saver), saved.checkpoint["channel_values"]["status"]
+
+    assert asyncio.run(read()) == (AsyncSqliteSaver, "success")
+
+
+def _damaged(kind: str, tmp_path: Path) -> tuple[Path, str]:
+    db = tmp_path / "bad.sqlite"
+    if kind == "garbage":
+        db.write_bytes(random.Random(2).randbytes(10_000))
+        return db, "it is not a SQLite database"
+    if kind == "truncated":
+        good = tmp_path / "good.sqlite"
+        _demo(str(good), "happy", "t")
+        db.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+        return db, "it is truncated"
+    db.mkdir()
+    return db, "is a directory, not a file"
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "directory"])
+def test_an_async_checkpointer_refuses_a_bad_file_as_the_sync_one_does(kind, tmp_path):
+    db, words = _damaged(kind, tmp_path)
+    with pytest.raises(ConfigError, match=words) as sync_error:
+        with open_checkpointer(str(db)):
+            pass
+
+    async def open_it() -> None:
+        async with open_async_checkpointer(str(db)):
+            pass
+
+    with pytest.raises(ConfigError, match=words) as async_error:
+        asyncio.run(open_it())
+    assert str(async_error.value) == str(sync_error.value)
+
+
+def test_an_async_reader_creates_nothing_either(tmp_path):
+    db = tmp_path / "missing" / "t.sqlite"
+
+    async def open_it() -> None:
+        async with open_async_checkpointer(str(db), write=False):
+            pass
+
+    with pytest.raises(NoThreads):
+        asyncio.run(open_it())
+    assert not db.parent.exists()
+
+
+def test_an_async_postgres_checkpointer_runs_the_demo(postgres_url):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    assert asyncio.run(_ainvoke(url, "t"))["status"] == "success"
+
+    async def kind() -> type:
+        async with open_async_checkpointer(url) as saver:
+            return type(saver)
+
+    assert asyncio.run(kind()) is AsyncPostgresSaver
+    with open_checkpointer(url) as saver:
+        assert thread_values(saver, "t")["status"] == "success"
+
+
+def test_an_unreachable_async_postgres_is_a_usage_error_without_the_password():
+    pytest.importorskip("langgraph.checkpoint.postgres")
+
+    async def open_it() -> None:
+        async with open_async_checkpointer("postgresql://bob:s3cret@127.0.0.1:1/db"):
+            pass
+
+    with pytest.raises(ConfigError, match=r"cannot use PostgreSQL at postgresql://bob:\*\*\*@"):
+        asyncio.run(open_it())
