@@ -18,6 +18,7 @@ from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import classify, describe
+from agent.user_tools import inject_workspace, output_text
 from agent.vfs import PathError, Workspace
 
 __all__ = [
@@ -163,12 +164,14 @@ def tool_name(call: Mapping[str, Any]) -> str:
 
 
 async def execute_tool_call(
-    call: Mapping[str, Any], tools: Mapping[str, BaseTool]
+    call: Mapping[str, Any], tools: Mapping[str, BaseTool], workspace: Workspace | None = None
 ) -> tuple[str, bool]:
     """Run one tool call; errors come back as text for the model, never as an exception.
 
     Tools are awaited (``ainvoke``), so coroutine-only tools (MCP's) work, and sync tools run
-    in a worker thread, off the event loop."""
+    in a worker thread, off the event loop. A tool that declares a ``workspace`` argument
+    gets the step's (``agent.user_tools``), never one the model made up; its result reaches
+    the model as text (an MCP tool's content blocks joined)."""
     name = call.get("name")
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
@@ -180,10 +183,11 @@ async def execute_tool_call(
     if problem := arguments_problem(args):
         return f"invalid_input: the arguments of {name} are refused: {problem}", False
     try:
+        call_args = inject_workspace(tool, args, workspace) if workspace else dict(args)
         schema = tool.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
-            schema.model_validate(dict(args))  # langchain skips this for tools without args
-        return str(await tool.ainvoke(dict(args))), True
+            schema.model_validate(call_args)  # langchain skips this for tools without args
+        return output_text(await tool.ainvoke(call_args)), True
     except PathError as exc:
         text = str(exc)
         prefix = "" if text.startswith("permission_denied") else "invalid_input: "

@@ -175,7 +175,7 @@ class StepWorker:
             if not answer.tool_calls and not answer.invalid_tool_calls:
                 break
             for call in answer.tool_calls:
-                observation, ok = await execute_tool_call(call, self.tools)
+                observation, ok = await execute_tool_call(call, self.tools, self.workspace)
                 if ok and self._is_source(call):
                     self.tool_outputs.append(observation)
                 messages.append(self._answer_call(call, observation, ok))

@@ -320,7 +320,6 @@ def test_a_subagent_calls_the_config_files_tool_and_writes_what_it_returned(tmp_
 
 
 @needs_mcp
-@pytest.mark.xfail(strict=True, reason="worker wiring pending: tool results through output_text")
 def test_the_model_reads_the_mcp_tools_text_rather_than_its_content_blocks(tmp_path):
     tools = tools_from_config(write_config(tmp_path, {"facts": stdio_server(tmp_path)}))
     roles = models(PLAN, [END], subagent=researcher)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, tool
 
@@ -18,7 +17,6 @@ from agent.vfs import Workspace
 from tests.fakes import END, ctx, models, sqlite_graph, step
 
 REPORT = "out/report.md"
-WIRING = "worker wiring pending: execute_tool_call must call agent.user_tools.inject_workspace"
 
 
 def count_words(text: str) -> int:
@@ -88,7 +86,6 @@ def test_a_plain_function_and_an_async_only_function_are_called_under_invoke(tmp
     assert events["count_words"]["ok"] is True and events["shout"]["ok"] is True
 
 
-@pytest.mark.xfail(strict=True, reason=WIRING)
 def test_a_tool_writes_the_artifact_through_the_injected_workspace(tmp_path):
     calls = [
         lambda _: tool_call("shout", text="quarterly"),
@@ -101,7 +98,6 @@ def test_a_tool_writes_the_artifact_through_the_injected_workspace(tmp_path):
     assert event["ok"] is True and "workspace" not in event["params"]
 
 
-@pytest.mark.xfail(strict=True, reason=WIRING)
 def test_a_tool_writing_outside_the_step_scope_gets_a_tool_error(tmp_path):
     calls = [
         lambda _: tool_call("leak", text="secret"),
@@ -116,7 +112,6 @@ def test_a_tool_writing_outside_the_step_scope_gets_a_tool_error(tmp_path):
     assert "permission_denied" in values["files"][REPORT]["content"]
 
 
-@pytest.mark.xfail(strict=True, reason=WIRING)
 def test_the_model_cannot_hand_a_tool_a_workspace_of_its_own(tmp_path):
     forged = {"writable": ["x.md"]}
     calls = [lambda _: tool_call("save_report", title="T", body="b", workspace=forged)]
