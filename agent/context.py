@@ -11,8 +11,6 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
-from agent.plan import MAX_PLAN_STEPS
-
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "qa": 2,
@@ -165,35 +163,46 @@ class Context:
         """Configuration errors a caller should see before any model is called, each naming
         its field. Types first (Studio, the SDK and ``Context(**dict)`` pass values through
         unchecked), then ranges, only for the fields whose type is right."""
-        errors: list[str] = []
+        errors: list[tuple[str, str]] = []
         typed: set[str] = set()
         for name, hint in _field_types().items():
             problem = _type_problem(getattr(self, name), hint)
             if problem is None:
                 typed.add(name)
             else:
-                errors.append(f"{name} must be {problem}")
+                errors.append((name, f"{name} must be {problem}"))
         errors += self._range_errors(typed)
-        return errors
+        return [message + self._source(name) for name, message in errors]
 
-    def _range_errors(self, typed: set[str]) -> list[str]:
-        """Values of the right type that are still impossible."""
+    def _source(self, name: str) -> str:
+        """`` (from $DEEPREFLECT_X)`` when the field's value came from the environment."""
+        raw = os.environ.get(ENV_PREFIX + name.upper())
+        if raw is None or _parsed(raw, _field_types()[name]) != getattr(self, name):
+            return ""
+        return f" (from ${ENV_PREFIX}{name.upper()})"
+
+    def _range_errors(self, typed: set[str]) -> list[tuple[str, str]]:
+        """Values of the right type that are still impossible, each with its field."""
+        from agent.plan import MAX_PLAN_STEPS
+
         errors = []
         if "workload" in typed and self.workload not in DEPTH_CAP_BY_WORKLOAD:
             known = ", ".join(DEPTH_CAP_BY_WORKLOAD)
-            errors.append(f"unknown workload {self.workload!r}; expected one of {known}")
+            msg = f"unknown workload {self.workload!r}; expected one of {known}"
+            errors.append(("workload", msg))
         for name in ("max_revisions", "max_steps", "max_parallel", "max_plan_steps"):
             if name in typed and getattr(self, name) < (0 if name == "max_revisions" else 1):
-                errors.append(f"{name} must be positive, got {getattr(self, name)}")
+                errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
-            errors.append(
-                f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
-            )
+            msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
+            errors.append(("max_plan_steps", msg))
         for name in ("token_budget", "time_budget_s", "request_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
-                errors.append(f"{name} must be positive, got {getattr(self, name)}")
+                errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
         if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:
-            errors.append(f"unknown structured_output {self.structured_output!r}")
+            known = ", ".join(_STRUCTURED_OUTPUT)
+            msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
+            errors.append(("structured_output", msg))
         return errors
 
 
@@ -279,5 +288,9 @@ def as_context(value: Any) -> Context:
         return value
     if isinstance(value, Mapping):
         known = {f.name for f in fields(Context)}
-        return Context(**{k: v for k, v in value.items() if k in known})
+        given = {k: v for k, v in value.items() if k in known}
+        ctx = Context(**given)
+        for name, given_value in given.items():  # given wins over the environment, even a
+            setattr(ctx, name, given_value)  # value equal to the field's default
+        return ctx
     return Context()
