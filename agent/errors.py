@@ -2,7 +2,9 @@
 
 Failures are classified by what they do, not by one client library's class names: the HTTP
 status they carry, the standard library's and the HTTP clients' transport errors, LangChain's
-provider-neutral ``ModelError`` family, and a few words in type names. A wrapped failure
+provider-neutral ``ModelError`` family, and a few words in type names, error-body types,
+status names and AWS error codes (``overloaded_error``, ``UNAVAILABLE``,
+``ThrottlingException``, ``CredentialsError``). A wrapped failure
 (``raise Wrapper(...) from cause``) is classified by the first link of its chain that says
 something, so a wrapper a library adds tomorrow does not turn a blip into a paused run.
 """
@@ -49,9 +51,33 @@ class ConfigError(AgentError, ValueError):
 
 MAX_CHAIN = 8  # links of __cause__/__context__ followed; a chain may be long or cyclic
 _POLICY_MARKERS = ("content_policy", "content policy", "content_filter", "content filter")
-# Words that name a passing condition in a type name or an error body's type, compared with
-# "_" removed and lower-cased: RateLimitError, rate_limit_error, overloaded_error, ...
-_TRANSIENT_WORDS = ("timeout", "connection", "ratelimit", "overloaded", "serviceunavailable")
+# Words that name a passing condition in a type name, an error body's type or a status
+# name, compared with "_" removed and lower-cased: RateLimitError, rate_limit_error,
+# overloaded_error, gRPC's and Google's UNAVAILABLE / RESOURCE_EXHAUSTED / DEADLINE_EXCEEDED,
+# AWS's ThrottlingException, anthropic.RetryableError, ...
+_TRANSIENT_WORDS = (
+    "timeout",
+    "connection",
+    "ratelimit",
+    "overloaded",
+    "unavailable",
+    "resourceexhausted",
+    "deadlineexceeded",
+    "toomanyrequests",
+    "throttl",
+    "retryable",
+)
+# Words that name missing or refused credentials where no status says so (anthropic's
+# CredentialsError, botocore's NoCredentialsError, gRPC's UNAUTHENTICATED/PERMISSION_DENIED)
+_DENIED_WORDS = (
+    "authentication",
+    "unauthenticated",
+    "unauthorized",
+    "credential",
+    "permissiondenied",
+    "accessdenied",
+    "forbidden",
+)
 _STATUS_ATTRIBUTES = ("status_code", "status", "code", "http_status")
 
 
@@ -108,13 +134,25 @@ def exception_chain(exc: BaseException, limit: int = MAX_CHAIN) -> Iterator[Base
         link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
 
 
+def _as_status(code: object) -> int | None:
+    """``code`` if it is an HTTP status (an int in 100..599, not a bool), else None."""
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    return None
+
+
 def _status_code(exc: BaseException) -> int | None:
-    """The HTTP status the error or its ``response`` carries (SDKs name it differently)."""
-    for holder in (exc, getattr(exc, "response", None)):
+    """The HTTP status the error or its ``response`` carries (SDKs name it differently; a
+    ``response`` that is a mapping, as botocore's, has it in ``ResponseMetadata``)."""
+    response = getattr(exc, "response", None)
+    for holder in (exc, response):
         for name in _STATUS_ATTRIBUTES:
-            code = getattr(holder, name, None)
-            if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+            if (code := _as_status(getattr(holder, name, None))) is not None:
                 return code
+    if isinstance(response, Mapping):
+        meta = response.get("ResponseMetadata")
+        if isinstance(meta, Mapping):
+            return _as_status(meta.get("HTTPStatusCode"))
     return None
 
 
@@ -130,25 +168,39 @@ def _class_of_status(code: int) -> ErrorClass | None:
     return None
 
 
+def _field(holder: object, name: str) -> object:
+    return holder.get(name) if isinstance(holder, Mapping) else getattr(holder, name, None)
+
+
 def _error_type_names(exc: BaseException) -> Iterator[str]:
-    """Type names of the error and its bases, and the type an error body reports (an
-    Anthropic stream's ``{"error": {"type": "overloaded_error"}}`` arrives with status 200)."""
+    """Type names of the error and its bases, the type an error body reports (an Anthropic
+    stream's ``{"error": {"type": "overloaded_error"}}`` arrives with status 200), a status
+    name (google-genai's ``status="UNAVAILABLE"``) and an AWS error code."""
     for cls in type(exc).__mro__:
-        yield cls.__name__
-    body = getattr(exc, "body", None)
-    inner = body.get("error") if isinstance(body, Mapping) else None
-    for holder in (exc, body, inner):
-        kind = holder.get("type") if isinstance(holder, Mapping) else getattr(holder, "type", None)
-        if isinstance(kind, str):
-            yield kind
+        if cls not in (BaseException, Exception, object):
+            yield cls.__name__
+    holders: list[object] = [exc]
+    for name in ("body", "response", "response_json", "details"):
+        outer = _field(exc, name)
+        if isinstance(outer, Mapping):
+            holders += [outer, outer.get("error"), outer.get("Error")]
+    for holder in holders:
+        for name in ("type", "status", "Code"):
+            kind = _field(holder, name)
+            if isinstance(kind, str):
+                yield kind
+
+
+def _named(exc: BaseException, words: tuple[str, ...]) -> bool:
+    names = (name.replace("_", "").lower() for name in _error_type_names(exc))
+    return any(word in name for name in names for word in words)
 
 
 def _looks_transient(exc: BaseException) -> bool:
     """A failure that the same request may not meet again: by type, by flag or by name."""
     if isinstance(exc, _TRANSIENT_TYPES) or getattr(exc, "is_retryable", None) is True:
         return True
-    names = (name.replace("_", "").lower() for name in _error_type_names(exc))
-    return any(word in name for name in names for word in _TRANSIENT_WORDS)
+    return _named(exc, _TRANSIENT_WORDS)
 
 
 def _class_of_link(exc: BaseException) -> ErrorClass | None:
@@ -160,13 +212,15 @@ def _class_of_link(exc: BaseException) -> ErrorClass | None:
         return ErrorClass.POLICY_REJECTED
     code = _status_code(exc)
     if code is not None and (by_status := _class_of_status(code)) is not None:
+        if by_status is ErrorClass.INVALID_INPUT and _named(exc, _TRANSIENT_WORDS):
+            return ErrorClass.TRANSIENT  # a named condition beats a generic 400 (AWS throttles)
         return by_status
     if isinstance(exc, _OVERFLOWS):
         return ErrorClass.INVALID_INPUT  # a shorter request may pass; the same one never will
+    if isinstance(exc, PermissionError) or _named(exc, _DENIED_WORDS):
+        return ErrorClass.PERMISSION_DENIED
     if _looks_transient(exc):
         return ErrorClass.TRANSIENT
-    if isinstance(exc, PermissionError):
-        return ErrorClass.PERMISSION_DENIED
     if isinstance(exc, ValidationError | json.JSONDecodeError):
         return ErrorClass.DETERMINISTIC_VALIDATION
     return None

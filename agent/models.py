@@ -32,7 +32,7 @@ from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
 from agent.errors import ConfigError
-from agent.providers import provider_model
+from agent.providers import provider_model, structured_method_for
 from agent.scenarios import scenario_model
 from agent.scripted import ScriptedChatModel, is_model, tool_call
 
@@ -228,8 +228,9 @@ class Metered:
         kwargs: dict[str, Any] = {"include_raw": True}
         target: Any = schema
         if not isinstance(self.model, ScriptedChatModel):
-            kwargs["method"] = self.structured_method
-            if self.structured_method == "json_schema":
+            method = structured_method_for(self.model, self.structured_method)
+            kwargs["method"] = method
+            if method == "json_schema":
                 # With a pydantic class the openai client parses, and raises, inside invoke;
                 # with its JSON schema a malformed answer reaches us for a retry, usage intact.
                 target = schema.model_json_schema()

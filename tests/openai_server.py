@@ -39,10 +39,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agent.prompts import load_prompt
 from agent.scenarios import scenario_model
-from agent.subagents import BUILTIN_ROLES
-from tests.fakes import prompt_values
+from tests.wire_server import call_metadata, role_of
+
+__all__ = ["FakeOpenAI", "call_metadata", "error_body", "role_of", "serve", "to_langchain"]
 
 COMPLETION_TOKENS = 7
 TOKENS_PER_MESSAGE = 10
@@ -57,35 +57,6 @@ _ERRORS = {  # status -> (message, type, code), as OpenAI words them
     500: ("The server had an error while processing your request", "server_error", None),
     503: ("The engine is currently overloaded", "server_error", None),
 }
-# the prompt file each role's system message is rendered from
-_SYSTEM_PROMPTS = {"planner": "planner", "reflection": "reflection", "judge": "critic"}
-# the prompt files a subagent's task is rendered from, and whether each is a revision
-_TASK_PROMPTS = {"subagent_task": 0, "subagent_revision": 1}
-
-
-def role_of(messages: list[BaseMessage]) -> str:
-    """Which deepreflect role sent the request, told by the prompt file of its system message."""
-    system = next((str(m.content) for m in messages if isinstance(m, SystemMessage)), "")
-    for role, name in _SYSTEM_PROMPTS.items():
-        if prompt_values(name, system) is not None:
-            return role
-    found = (name for name in BUILTIN_ROLES if system == load_prompt(f"subagents/{name}"))
-    return next(found, "subagent")
-
-
-def call_metadata(role: str, messages: list[BaseMessage]) -> dict[str, Any]:
-    """The metadata the agent gave the call (``agent.models.Metered``), recovered from the
-    values filled into its first human message."""
-    human = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
-    metadata: dict[str, Any] = {"role": role}
-    if role == "planner":
-        values = prompt_values("planner_input", human) or {}
-        return metadata | {k: values.get(k, "") for k in ("answer", "reason")}
-    for name, revision in _TASK_PROMPTS.items():
-        if (values := prompt_values(name, human)) is not None:
-            keys = ("step_id", "expected_output", "instructions")
-            return metadata | {k: values[k] for k in keys} | {"revision": revision}
-    return metadata
 
 
 def _text(content: Any) -> str:

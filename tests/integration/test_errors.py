@@ -376,3 +376,208 @@ def test_a_planner_whose_server_is_briefly_down_is_retried_and_the_run_succeeds(
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("success", "end")
     assert flaky.calls == 3  # two failures retried, the third attempt answered
+
+
+# -- each provider's own client library: its real exception classes ---------------------------
+# Built from the installed SDKs (the `dev` extra brings anthropic, ollama and google-genai);
+# a case whose library is missing reports a skip.
+
+ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
+_OVERLOADED_BODY = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def _lib(name: str) -> Any:
+    return pytest.importorskip(name)
+
+
+def _anthropic_status(cls_name: str, code: int, body: object = None, module: str = "anthropic"):
+    def make() -> BaseException:
+        cls = getattr(_lib(module), cls_name)
+        response = httpx.Response(code, request=httpx.Request("POST", ANTHROPIC_URL))
+        return cls(f"Error code: {code}", response=response, body=body)
+
+    return make
+
+
+def _anthropic_transport(cls_name: str, module: str = "anthropic"):
+    def make() -> BaseException:
+        return getattr(_lib(module), cls_name)(request=httpx.Request("POST", ANTHROPIC_URL))
+
+    return make
+
+
+def _ollama(status: int, message: str = "error"):
+    return lambda: _lib("ollama").ResponseError(message, status)
+
+
+def _genai(cls_name: str, code: int, status: str):
+    def make() -> BaseException:
+        errors = _lib("google.genai.errors")
+        body = {"error": {"code": code, "message": f"{status} error", "status": status}}
+        return getattr(errors, cls_name)(code, body)
+
+    return make
+
+
+def _api_core(cls_name: str):
+    return lambda: getattr(_lib("google.api_core.exceptions"), cls_name)("google api error")
+
+
+def _botocore(code: str, status: int):
+    def make() -> BaseException:
+        exceptions = _lib("botocore.exceptions")
+        response = {
+            "Error": {"Code": code, "Message": f"{code} from Bedrock"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        }
+        return exceptions.ClientError(response, "Converse")
+
+    return make
+
+
+def _ollama_refused() -> BaseException:
+    """What the ollama client raises when nothing listens: a ConnectionError, its httpx
+    cause hidden (``from None``)."""
+    client = _lib("ollama").Client(host=f"http://127.0.0.1:{_closed_port()}")
+    try:
+        client.chat(model="m", messages=[{"role": "user", "content": "hi"}])
+    except Exception as exc:  # noqa: BLE001 - the point is what it is
+        return exc
+    raise AssertionError("the ollama client reached a closed port")
+
+
+class _StatusNamed(Exception):
+    """A Google-style error that only names its status (no code)."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+PROVIDER_TRANSIENT: dict[str, Callable[[], BaseException]] = {
+    "anthropic.RateLimitError 429": _anthropic_status("RateLimitError", 429),
+    "anthropic.InternalServerError 529": _anthropic_status(
+        "InternalServerError", 529, _OVERLOADED_BODY
+    ),
+    "anthropic.APIStatusError 529": _anthropic_status("APIStatusError", 529, _OVERLOADED_BODY),
+    "anthropic.OverloadedError": _anthropic_status("OverloadedError", 529, _OVERLOADED_BODY),
+    "anthropic overloaded_error mid-stream (status 200)": _anthropic_status(
+        "APIStatusError", 200, _OVERLOADED_BODY
+    ),
+    "anthropic.InternalServerError 500": _anthropic_status("InternalServerError", 500),
+    "anthropic.APIConnectionError": _anthropic_transport("APIConnectionError"),
+    "anthropic.APITimeoutError": _anthropic_transport("APITimeoutError"),
+    "anthropic.RetryableError": lambda: _lib("anthropic").RetryableError("try again"),
+    "langchain_anthropic AnthropicRateLimitError": _anthropic_status(
+        "AnthropicRateLimitError", 429, module="langchain_anthropic.chat_models"
+    ),
+    "langchain_anthropic AnthropicOverloadedError": _anthropic_status(
+        "AnthropicOverloadedError", 529, _OVERLOADED_BODY, module="langchain_anthropic.chat_models"
+    ),
+    "langchain_anthropic AnthropicConnectionError": _anthropic_transport(
+        "AnthropicConnectionError", module="langchain_anthropic.chat_models"
+    ),
+    "langchain_anthropic AnthropicTimeoutError": _anthropic_transport(
+        "AnthropicTimeoutError", module="langchain_anthropic.chat_models"
+    ),
+    "ollama.ResponseError 503 (server busy)": _ollama(503, "server busy, please try again"),
+    "ollama.ResponseError 429": _ollama(429, "too many requests"),
+    "ollama.ResponseError 500": _ollama(500, "an error was encountered while running the model"),
+    "ollama client: connection refused": _ollama_refused,
+    "httpx.ConnectError from the ollama client's transport": lambda: httpx.ConnectError(
+        "[Errno 111] Connection refused", request=httpx.Request("POST", "http://127.0.0.1/api/chat")
+    ),
+    "google.genai ClientError 429": _genai("ClientError", 429, "RESOURCE_EXHAUSTED"),
+    "google.genai ServerError 503": _genai("ServerError", 503, "UNAVAILABLE"),
+    "google.genai ServerError 500": _genai("ServerError", 500, "INTERNAL"),
+    "google.api_core ResourceExhausted": _api_core("ResourceExhausted"),
+    "google.api_core ServiceUnavailable": _api_core("ServiceUnavailable"),
+    "google.api_core DeadlineExceeded": _api_core("DeadlineExceeded"),
+    "google.api_core TooManyRequests": _api_core("TooManyRequests"),
+    "a status named UNAVAILABLE, no code": lambda: _StatusNamed("UNAVAILABLE"),
+    "a status named RESOURCE_EXHAUSTED, no code": lambda: _StatusNamed("RESOURCE_EXHAUSTED"),
+    "botocore ThrottlingException (429)": _botocore("ThrottlingException", 429),
+    "botocore ThrottlingException (400)": _botocore("ThrottlingException", 400),
+    "botocore ServiceUnavailableException": _botocore("ServiceUnavailableException", 503),
+    "botocore EndpointConnectionError": lambda: _lib("botocore.exceptions").EndpointConnectionError(
+        endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"
+    ),
+}
+
+PROVIDER_PERMANENT: dict[str, tuple[Callable[[], BaseException], ErrorClass]] = {
+    "anthropic.AuthenticationError 401": (
+        _anthropic_status("AuthenticationError", 401),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "langchain_anthropic AnthropicAuthenticationError": (
+        _anthropic_status(
+            "AnthropicAuthenticationError", 401, module="langchain_anthropic.chat_models"
+        ),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "anthropic.PermissionDeniedError 403": (
+        _anthropic_status("PermissionDeniedError", 403),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "anthropic.BadRequestError 400": (
+        _anthropic_status("BadRequestError", 400),
+        ErrorClass.INVALID_INPUT,
+    ),
+    "anthropic.NotFoundError 404": (
+        _anthropic_status("NotFoundError", 404),
+        ErrorClass.INVALID_INPUT,
+    ),
+    "anthropic.CredentialsError (no key found)": (
+        lambda: _lib("anthropic").CredentialsError("no credentials"),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "ollama.ResponseError 401": (_ollama(401, "unauthorized"), ErrorClass.PERMISSION_DENIED),
+    "ollama.ResponseError 404 (model not pulled)": (
+        _ollama(404, 'model "llama3.1" not found, try pulling it first'),
+        ErrorClass.INVALID_INPUT,
+    ),
+    "google.genai ClientError 401": (
+        _genai("ClientError", 401, "UNAUTHENTICATED"),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "google.genai ClientError 400": (
+        _genai("ClientError", 400, "INVALID_ARGUMENT"),
+        ErrorClass.INVALID_INPUT,
+    ),
+    "google.api_core PermissionDenied": (
+        _api_core("PermissionDenied"),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "google.api_core Unauthenticated": (
+        _api_core("Unauthenticated"),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "google.api_core InvalidArgument": (_api_core("InvalidArgument"), ErrorClass.INVALID_INPUT),
+    "botocore AccessDeniedException": (
+        _botocore("AccessDeniedException", 403),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+    "botocore ValidationException": (
+        _botocore("ValidationException", 400),
+        ErrorClass.INVALID_INPUT,
+    ),
+    "botocore NoCredentialsError": (
+        lambda: _lib("botocore.exceptions").NoCredentialsError(),
+        ErrorClass.PERMISSION_DENIED,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PROVIDER_TRANSIENT))
+def test_each_providers_passing_failures_are_transient(name):
+    exc = PROVIDER_TRANSIENT[name]()
+    assert classify(exc) is ErrorClass.TRANSIENT
+    assert is_transient(exc)
+
+
+@pytest.mark.parametrize("name", list(PROVIDER_PERMANENT))
+def test_each_providers_permanent_failures_keep_their_class(name):
+    make, expected = PROVIDER_PERMANENT[name]
+    exc = make()
+    assert classify(exc) is expected
+    assert not is_transient(exc)
