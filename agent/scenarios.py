@@ -19,6 +19,14 @@ from agent.errors import ConfigError
 from agent.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
 
 SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap")
+# the goal `deepreflect demo --scenario NAME` runs: what each scenario's plan is about
+SCENARIO_GOALS = {
+    "demo": "Build a tiny slugify module with tests and a README.",
+    "happy": "Write a short report on vector databases from notes.",
+    "replan": "Summarise the findings, with sources.",
+    "escalation": "Write a short report on vector databases for its audience.",
+    "depth-cap": "Write the sharpest possible report on vector databases.",
+}
 
 
 def _first_line(value: Any) -> str:
@@ -207,10 +215,11 @@ def finish_or_continue(s: dict[str, Any]) -> dict[str, Any]:
     steps = s.get("plan", {}).get("steps", [])
     if steps and all(st["done"] for st in steps):
         names = ", ".join(st["expected_output"] for st in steps)
+        verb = "is" if len(steps) == 1 else "are"
         return {
             "decision": "end",
             "reason": "every artifact is done",
-            "final_answer": f"Done: {names} are written and checked.",
+            "final_answer": f"Done: {names} {verb} written and checked.",
         }
     failed = [p for p, f in s.get("files", {}).items() if f.get("check") == "fail"]
     if failed:
