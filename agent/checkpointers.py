@@ -4,7 +4,6 @@ unreachable database; and listing the threads a database holds."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import sys
@@ -418,6 +417,8 @@ def _setup_postgres(saver: PostgresSaver, wait_s: float = 60) -> None:
 
 async def _asetup_postgres(saver: AsyncPostgresSaver, wait_s: float = 60) -> None:
     """:func:`_setup_postgres` on an async connection."""
+    import asyncio
+
     from psycopg.rows import tuple_row
 
     conn = cast("AsyncConnection[Any]", saver.conn)
@@ -458,6 +459,8 @@ def _retry_locked(action: Callable[[], Any], timeout_s: float = 30.0) -> Any:
 
 async def _aretry_locked(action: Callable[[], Awaitable[Any]], timeout_s: float = 30.0) -> Any:
     """:func:`_retry_locked` for a coroutine."""
+    import asyncio
+
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     while True:

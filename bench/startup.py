@@ -3,7 +3,8 @@
     python bench/startup.py [--runs 9]
 
 Each command runs ``--runs`` times in a fresh interpreter, as a user's shell runs it; the
-table gives the median and the fastest run. ``threads`` and ``show`` read a database that
+table gives the median and the fastest wall time, and the median CPU time (user + system),
+which a loaded machine inflates less. ``threads`` and ``show`` read a database that
 one demo run wrote first. A benchmark, not a test: the figures depend on the machine and
 its load (the CI machine's two cores are shared).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,16 +30,22 @@ def _env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT)}
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    """Wall seconds of each of ``runs`` runs of ``argv``; a failing run stops the bench."""
-    times = []
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each of ``runs`` runs of ``argv``; a failing run stops it."""
+    walls, cpus = [], []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu()
         done = subprocess.run(argv, capture_output=True, text=True, env=_env(), cwd=ROOT)
-        times.append(time.perf_counter() - started)
+        walls.append(time.perf_counter() - started)
+        cpus.append(_cpu() - cpu)
         if done.returncode != 0:
             sys.exit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    return times
+    return walls, cpus
 
 
 def _demo_thread(db: Path) -> str:
@@ -70,12 +78,15 @@ def main() -> None:
             "deepreflect show ID --json": [*cli, "show", thread_id, "--json", "--db", str(db)],
         }
         rows = [(name, timed(argv, args.runs)) for name, argv in commands.items()]
-    base = statistics.median(rows[0][1])
+    base = statistics.median(rows[0][1][0])
     print(f"startup, median of {args.runs} runs (target for --help/threads/show: < {TARGET_S} s)")
-    print(f"{'command':<30} {'median s':>9} {'fastest s':>10} {'over pass':>10}")
-    for name, times in rows:
-        median = statistics.median(times)
-        print(f"{name:<30} {median:>9.3f} {min(times):>10.3f} {median - base:>+10.3f}")
+    print(f"{'command':<30} {'median s':>9} {'fastest s':>10} {'over pass':>10} {'cpu s':>7}")
+    for name, (walls, cpus) in rows:
+        median = statistics.median(walls)
+        print(
+            f"{name:<30} {median:>9.3f} {min(walls):>10.3f} {median - base:>+10.3f} "
+            f"{statistics.median(cpus):>7.3f}"
+        )
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
 
 
