@@ -168,32 +168,46 @@ def _out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
 
 
+def _setting(group: Any, flag: str, text: str, *, env: bool, **kwargs: Any) -> None:
+    """A flag that sets a Context field; with ``env`` (a new run: a resumed thread keeps
+    its own settings) its help names the variable it overrides."""
+    dest = flag.removeprefix("--").replace("-", "_")
+    if env:
+        text += f" (${'DEEPREFLECT_' + _CONTEXT_FLAGS.get(dest, dest).upper()})"
+    group.add_argument(flag, help=text, **kwargs)
+
+
 def _models(p: argparse.ArgumentParser, note: str = "") -> None:
-    """The per-role model flags (Context's model fields)."""
+    """The per-role model flags (Context's model fields); ``note`` for a resume."""
     g = p.add_argument_group("models, as provider:name" + note)
-    g.add_argument("--model", help="every role's default, e.g. openai:gpt-4.1-mini")
-    g.add_argument("--planner-model", help="the planner's")
-    g.add_argument("--subagent-model", help="the subagents'")
-    g.add_argument("--judge-model", help="the judge of rubric checks and critiques")
-    g.add_argument("--critic-model", help="deprecated: the old name of --judge-model")
-    g.add_argument("--reflection-model", help="reflection's")
-    g.add_argument(
+    model: dict[str, Any] = {"metavar": "PROVIDER:NAME", "env": not note}
+    _setting(g, "--model", "every role's default, e.g. openai:gpt-4.1-mini", **model)
+    _setting(g, "--planner-model", "the planner's", **model)
+    _setting(g, "--subagent-model", "the subagents'", **model)
+    _setting(g, "--judge-model", "the judge of rubric checks and critiques", **model)
+    _setting(g, "--critic-model", "deprecated: the old name of --judge-model", **model)
+    _setting(g, "--reflection-model", "reflection's", **model)
+    _setting(
+        g,
         "--structured-output",
+        "how models return structured answers: json_schema or json_mode for servers "
+        "without tool calling",
         choices=_STRUCTURED_OUTPUT,
-        help="how models return structured answers (json_schema or json_mode for servers "
-        "without tool calling)",
+        env=not note,
     )
-    g.add_argument(
-        "--request-timeout", type=float, metavar="S", help="seconds one model request may take"
-    )
+    _setting(
+        g, "--request-timeout", "seconds one model request may take", type=float, metavar="S",
+        env=not note,
+    )  # fmt: skip
 
 
 def _budgets(p: argparse.ArgumentParser, note: str = "") -> None:
     g = p.add_argument_group("budgets" + note)
-    g.add_argument("--max-revisions", type=int, metavar="N", help="revisions after a draft")
-    g.add_argument("--token-budget", type=int, metavar="N", help="tokens one user turn may spend")
-    g.add_argument("--time-budget", type=float, metavar="S", help="seconds one user turn may take")
-    g.add_argument("--max-parallel", type=int, metavar="N", help="subagents at once")
+    env = not note
+    _setting(g, "--max-revisions", "revisions after a first draft", type=int, metavar="N", env=env)
+    _setting(g, "--token-budget", "tokens one user turn may spend", type=int, metavar="N", env=env)
+    _setting(g, "--time-budget", "seconds one user turn may take", type=float, metavar="S", env=env)
+    _setting(g, "--max-parallel", "subagents at once", type=int, metavar="N", env=env)
 
 
 def _mcp(p: argparse.ArgumentParser) -> None:
