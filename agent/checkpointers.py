@@ -219,8 +219,8 @@ def checked_sqlite_path(path: Path, *, write: bool) -> bool:
         raise ConfigError(msg)
     if reason and write:
         msg = (
-            f"the threads database {path} is read-only ({reason}): run, demo and resume "
-            "need to write to it; threads and show can still read it"
+            f"the threads database {path} is read-only ({reason}): run, demo, resume, "
+            "prune and threads --delete need to write to it; threads and show can still read it"
         )
         raise ConfigError(msg)
     return not write
