@@ -2,83 +2,27 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
 import sqlite3
-import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.langgraph_server import dev_server as langgraph_dev
+from tests.langgraph_server import langgraph_missing
+
 pytest.importorskip("langgraph_sdk")
-if shutil.which("langgraph") is None:
-    pytest.skip("langgraph-cli is not installed (pip install -e '.[dev]')", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+if reason := langgraph_missing():
+    pytest.skip(reason, allow_module_level=True)
 
 
 @contextmanager
 def dev_server(log: Path, config: str = "langgraph.json", env_extra: dict | None = None):
-    """`langgraph dev` on a free port, logs and state outside the checkout; yields an SDK
-    client."""
+    """`langgraph dev` (tests/langgraph_server.py) with a Python SDK client."""
     from langgraph_sdk import get_sync_client
 
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(env_extra or {})
-    command = [
-        shutil.which("langgraph"),
-        "dev",
-        "--no-browser",
-        "--no-reload",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-        "--config",
-        config,
-    ]
-    state = Path(ROOT) / ".langgraph_api"  # where the server keeps its state: its cwd
-    had_state = state.exists()
-    with open(log, "w") as handle:
-        server = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        sdk = get_sync_client(url=f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                sdk.assistants.search(graph_id="deep_agent")
-                break
-            except Exception:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("langgraph dev did not start:\n" + log.read_text()[-3000:])
-                time.sleep(0.5)
-        yield sdk
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=20)
-        if not had_state:  # leave the checkout as the test found it
-            shutil.rmtree(state, ignore_errors=True)
+    with langgraph_dev(log, config, env_extra) as url:
+        yield get_sync_client(url=url)
 
 
 @pytest.fixture(scope="module")
