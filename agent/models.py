@@ -85,8 +85,12 @@ def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- factory
 
 
-def load_model(spec: str | BaseChatModel, role: str = "default") -> BaseChatModel:
-    """Turn ``provider:name`` into a chat model; the one place models are constructed."""
+def load_model(
+    spec: str | BaseChatModel, role: str = "default", *, timeout: float | None = None
+) -> BaseChatModel:
+    """Turn ``provider:name`` into a chat model; the one place models are constructed.
+
+    ``timeout``: seconds a request may take (``Context.request_timeout_s``; None: 120)."""
     if isinstance(spec, BaseChatModel):
         return spec
     if not isinstance(spec, str) or ":" not in spec:
@@ -95,7 +99,7 @@ def load_model(spec: str | BaseChatModel, role: str = "default") -> BaseChatMode
     provider, name = spec.split(":", 1)
     if provider == "scripted":
         return scenario_model(name, role)
-    return provider_model(provider, name)
+    return provider_model(provider, name, timeout=timeout)
 
 
 # ---------------------------------------------------------------------------- metering

@@ -27,14 +27,16 @@ class Roles:
         self.models = judge_alias(models)  # models={"critic": ...}: deprecated judge
 
     def model_for(self, role: str, ctx: Context) -> BaseChatModel:
-        """Explicit override, the subagent's own model, ``default``, then the Context."""
+        """Explicit override, the subagent's own model, ``default``, then the Context; a
+        model named by string gets the Context's request timeout."""
+        timeout = ctx.request_timeout_s
         if role in self.models:
-            return load_model(self.models[role], role)
+            return load_model(self.models[role], role, timeout=timeout)
         spec = self.registry.get(role)
         if spec and spec.get("model") is not None:
-            return load_model(spec["model"], role)
+            return load_model(spec["model"], role, timeout=timeout)
         if "default" in self.models:
-            return load_model(self.models["default"], role)
+            return load_model(self.models["default"], role, timeout=timeout)
         by_role: dict[str, Any] = {
             "planner": ctx.planner_model,
             JUDGE: ctx.judge_model,
@@ -42,7 +44,7 @@ class Roles:
             "reflection": ctx.reflection_model,
         }
         chosen = by_role.get(role, ctx.subagent_model) or ctx.model
-        return load_model(chosen, role)
+        return load_model(chosen, role, timeout=timeout)
 
     def metered(
         self, role: str, ctx: Context, metadata: Mapping[str, Any] | None = None

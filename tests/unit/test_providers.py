@@ -257,3 +257,15 @@ def test_structured_methods_of_the_real_provider_classes(monkeypatch):
             assert structured_method_for(model, method) == method, spec
     for method in ("function_calling", "json_schema"):
         assert structured_method_for(anthropic, method) == method
+
+
+def test_the_contexts_request_timeout_reaches_the_client(monkeypatch):
+    from agent import Context
+    from agent.roles import Roles
+    from agent.subagents import build_registry
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    roles = Roles(build_registry())
+    ctx = Context(model="openai:gpt-4.1-mini", request_timeout_s=7.5)
+    assert roles.model_for("planner", ctx).request_timeout == 7.5
+    assert roles.model_for("planner", Context(model="openai:gpt-4.1-mini")).request_timeout == 120
