@@ -14,7 +14,6 @@ checkpoint of the thread.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Annotated, Any, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
@@ -23,7 +22,8 @@ from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
 from agent.models import merge_usage
-from agent.vfs import FileEntry, merge_files
+from agent.reducers import append_all, by_path, latest
+from agent.vfs import FileEntry
 
 MAX_GOAL_CHARS = 20_000
 """The longest goal or answer a human message may carry; the planner rejects longer ones."""
@@ -74,25 +74,6 @@ def bounded_messages(current: Messages, update: Messages) -> list[AnyMessage]:
     return [bounded_message(message) for message in merged]
 
 
-def _append(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    """Reducer of the append-only logs; batching-invariant as ``DeltaChannel`` requires."""
-    merged = list(current)
-    for items in writes:
-        merged.extend(items or [])
-    return merged
-
-
-def _by_path(current: dict[str, Any], writes: Sequence[dict[str, Any]]) -> dict:
-    """Reducer of ``files`` and ``file_summaries``: later writes win, ``None`` deletes."""
-    return merge_files(current, writes)
-
-
-def _latest(current: Any, writes: Sequence[Any]) -> Any:
-    """Reducer of the keys that are replaced whole: the last write wins (batching-invariant:
-    the last of two batches is the last of their concatenation)."""
-    return writes[-1] if writes else current
-
-
 def _usage(current: dict | None, update: dict | None) -> dict:
     return merge_usage(current, update)
 
@@ -105,20 +86,20 @@ class State(TypedDict, total=False):
     a human message over ``MAX_GOAL_CHARS`` is kept as a placeholder (``bounded_message``)."""
     goal: str
     """The user goal for the current turn."""
-    plan: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    plan: Annotated[dict[str, Any], DeltaChannel(latest)]
     """Current plan: ``{"version": int, "steps": [Step]}``; ``{}`` before the first one."""
-    plan_history: Annotated[list[dict[str, Any]], DeltaChannel(_append)]
+    plan_history: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]
     """Superseded plan versions, oldest first; never erased."""
-    files: Annotated[dict[str, FileEntry], DeltaChannel(_by_path)]
+    files: Annotated[dict[str, FileEntry], DeltaChannel(by_path)]
     """The virtual filesystem; writing ``None`` to a path deletes it."""
-    file_summaries: Annotated[dict[str, dict[str, Any]], DeltaChannel(_by_path)]
+    file_summaries: Annotated[dict[str, dict[str, Any]], DeltaChannel(by_path)]
     """What reflection last saw of ``files`` (status, bytes, step written, check): Studio's
     readable view. Reflection writes only the summaries that changed."""
     step: int
     """Planner rounds so far; ``age_steps`` of a file counts from it."""
     reflection_depth: int
     """Model-consulted reflections in this user turn; reset when a human answers."""
-    decisions: Annotated[list[dict[str, Any]], DeltaChannel(_append)]
+    decisions: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]
     """Every reflection decision: ``{round, decision, reason, by, forced}``."""
     escalation: dict[str, Any] | None
     """The pending question for a human, or None."""
@@ -128,18 +109,18 @@ class State(TypedDict, total=False):
     """Why the last run stopped (docs/architecture.md, Terminal states)."""
     usage: Annotated[dict[str, dict[str, int]], _usage]
     """Tokens and model calls per role, summed over the thread."""
-    trajectory: Annotated[list[dict[str, Any]], DeltaChannel(_append)]
+    trajectory: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]
     """Every action taken: actor, action, parameter summary, observation, check result."""
     dispatch: list[str]
     """Step ids the planner sent to subagents in this round."""
     plan_request: dict[str, Any] | None
     """Why the planner is to plan (``reason``) and the human's ``answer``, if any: set by
     whoever sends the thread to the planner for a (new) plan, cleared once it is planned."""
-    turn: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    turn: Annotated[dict[str, Any], DeltaChannel(latest)]
     """Where the current user turn began (time, step, tokens, message) for its budgets."""
-    context: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    context: Annotated[dict[str, Any], DeltaChannel(latest)]
     """The Context the current turn runs with, so another process resumes it the same way."""
-    result: Annotated[dict[str, Any], DeltaChannel(_latest)]
+    result: Annotated[dict[str, Any], DeltaChannel(latest)]
     """The ``Result`` once a run ends or pauses; ``{}`` before."""
 
 

@@ -22,7 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from agent.checkpointers import is_database_error, thread_spans
 from agent.errors import ConfigError, describe
 from agent.lease import hold, lease_holder
-from agent.vfs import merge_files
+from agent.reducers import append_all, by_path, latest
 
 STATUS_WAITING = ("awaiting_input", "budget_exhausted")
 INTERRUPTED = "interrupted"
@@ -30,29 +30,18 @@ INTERRUPTED = "interrupted"
 process was killed or its run raised, and ``deepreflect resume ID`` continues it."""
 
 
-def _append(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    merged = list(current)
-    for items in writes:
-        merged.extend(items or [])
-    return merged
-
-
-def _latest(current: Any, writes: Sequence[Any]) -> Any:
-    return writes[-1] if writes else current
-
-
-# The State keys kept as DeltaChannels, with their reducers and value types (agent/state.py;
-# importing it would import the graph). tests/unit/test_checkpointers.py checks they agree.
+# The State keys kept as DeltaChannels, with their reducers (agent/reducers.py, shared with
+# agent/state.py, which imports the graph) and value types; tests check the keys agree.
 DELTA_KEYS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], type]] = {
-    "plan": (_latest, dict),
-    "plan_history": (_append, list),
-    "files": (merge_files, dict),
-    "file_summaries": (merge_files, dict),
-    "decisions": (_append, list),
-    "trajectory": (_append, list),
-    "turn": (_latest, dict),
-    "context": (_latest, dict),
-    "result": (_latest, dict),
+    "plan": (latest, dict),
+    "plan_history": (append_all, list),
+    "files": (by_path, dict),
+    "file_summaries": (by_path, dict),
+    "decisions": (append_all, list),
+    "trajectory": (append_all, list),
+    "turn": (latest, dict),
+    "context": (latest, dict),
+    "result": (latest, dict),
 }
 
 
