@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
 EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 4
-DEMO_GOAL = "Build a tiny slugify module with tests and a README."
 MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
 _STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
 # flag dest -> Context field, for the flags that set one
@@ -682,8 +681,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     if args.command in ("demo", "run"):
         from agent.context import Context
     if args.command == "demo":
+        from agent.scenarios import SCENARIO_GOALS
+
         ctx = _with_flags(Context(model=f"scripted:{args.scenario}"), args)
-        return _cmd_run(args, console, DEMO_GOAL, ctx)
+        return _cmd_run(args, console, SCENARIO_GOALS[args.scenario], ctx)
     if args.command == "run":
         return _cmd_run(args, console, args.goal, _with_flags(Context(), args))
     commands: dict[str, Callable[[argparse.Namespace, Console], int]] = {
@@ -729,6 +730,14 @@ def _error_line(label: str, message: str, location: str | None = None) -> None:
     )
 
 
+class _Console(Console):
+    """rich's console, except that a reader gone (``| head``) is a BrokenPipeError for
+    ``main`` to end quietly with 0, not rich's own ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
@@ -737,9 +746,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     # soft_wrap: a long path, URL or message stays on one line, as printed
-    console = Console(highlight=False, stderr=False, soft_wrap=True)
+    console = _Console(highlight=False, stderr=False, soft_wrap=True)
     try:
         return _dispatch(args, console)
+    except BrokenPipeError:  # `deepreflect show ID | head`: the reader has all it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet
+        return 0
     except Exception as exc:
         from agent.checkpointers import db_location
 

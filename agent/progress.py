@@ -112,7 +112,15 @@ class Progress:
             )
 
     def _escalate(self, update: Mapping[str, Any]) -> None:
-        self.say(("paused", "yellow"), f" ({update.get('stop_reason')})")
+        """The escalate node reports only once answered (a pause writes nothing)."""
+        if update.get("messages"):
+            self.say(("answered", "yellow"), ": the planner takes the answer in")
+        elif update.get("stop_reason") == "accepted_by_human":
+            self.say(("accepted", "green"), ": finishing with the artifacts as they are")
+        elif update.get("stop_reason") == "stopped_by_human":
+            self.say(("stopped", "red"), " by the human")
+        elif update.get("status") == "running":
+            self.say(("continue", "yellow"), ": the turn goes on with fresh budgets")
 
 
 def _short(text: str, limit: int = 140) -> str:

@@ -453,3 +453,19 @@ def test_the_eval_command_shows_its_progress_on_stderr():
     assert done.returncode == 0, done.stderr
     assert "evaluating: 2/2 tasks, " in done.stderr
     assert json.loads(done.stdout)["summary"]["problems"] == 2
+
+
+def test_show_into_a_pipe_whose_reader_has_gone_exits_quietly(tmp_path):
+    db = tmp_path / "t.sqlite"
+    thread = json.loads(cli("demo", "--json", db=db).stdout)["thread_id"]
+    shown = subprocess.Popen(
+        [sys.executable, "-m", "agent.cli", "show", thread, "--db", str(db)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert shown.stdout is not None and shown.stderr is not None
+    shown.stdout.close()  # like `| head` that has read enough: every write meets EPIPE
+    error = shown.stderr.read().decode()
+    assert shown.wait(timeout=60) == 0
+    assert "BrokenPipe" not in error and "error" not in error

@@ -20,9 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, prompts, resume, run
 from agent import providers as agent_providers
-from agent.cli import DEMO_GOAL, main
+from agent.cli import main
 from agent.models import tool_call
 from agent.runner import thread_config
+from agent.scenarios import SCENARIO_GOALS
 from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 from tests.openai_server import serve
 
@@ -77,7 +78,8 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
 
 def scenario_run(name: str, tmp_path: Path) -> dict[str, Any]:
     graph = build_graph(checkpointer=InMemorySaver())
-    return run(graph, DEMO_GOAL, context=Context(model=f"scripted:{name}"), thread_id="t")
+    goal = SCENARIO_GOALS[name]
+    return run(graph, goal, context=Context(model=f"scripted:{name}"), thread_id="t")
 
 
 def test_every_prompt_file_is_reworded_and_keeps_its_placeholders(reworded):
