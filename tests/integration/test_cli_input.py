@@ -108,7 +108,7 @@ def _everything(text: str) -> list[tuple[str, dict]]:
         ("planner", {"status": "failed", "decisions": [{"reason": text}]}),
         ("subagent", {"trajectory": events}),
         ("reflection", {"decisions": [decision]}),
-        ("escalate", {"stop_reason": text}),
+        ("escalate", {"messages": [text]}),
     ]
 
 
@@ -142,7 +142,7 @@ def test_progress_prints_evidence_paths_reasons_and_questions_as_plain_text(text
         f"  {text} done after {text} revision(s) ({text})",
         f"  {text} error {text}",
         f"reflection → {text} (forced) by model: {text}  depth {text}",
-        f"paused ({text})",
+        "answered: the planner takes the answer in",
         f"{text:>7} {text} (3 bytes)",
         f"awaiting_input ({text})  thread {text}",
         f"question: {text}",
