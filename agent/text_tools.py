@@ -1,0 +1,160 @@
+"""Tool calls that small models write as text instead of making them.
+
+A model served without (working) tool-call parsing, or one too small to use its chat
+template's format, often answers a tool-enabled request with the call in its reply text.
+:func:`tool_calls_from_text` recognises the forms seen in practice (Qwen2.5-Coder 0.5B and
+1.5B on llama.cpp's server among them; see tests/unit/test_text_tools.py for recorded
+replies):
+
+- ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``: Qwen's and Hermes' own
+  format (the closing tag may be missing at the end of the reply). When a reply has such
+  tags, only the calls inside them count;
+- a JSON object with ``name`` and ``arguments`` (or ``parameters``, ``args``, ``input``),
+  in a code fence or bare, with prose around it or not; ``arguments`` may be a JSON string,
+  as OpenAI's wire format has it;
+- the same under ``{"function": {...}}`` (``{"type": "function", ...}``), a
+  ``{"tool_calls": [...]}`` or ``{"function_call": {...}}`` wrapper, and a list of calls;
+- ``{"tool": ..., "args"/"arguments"/"tool_input": ...}`` and LangChain's JSON-agent
+  ``{"action": ..., "action_input": ...}``.
+
+Only names in ``tool_names`` count (a name written ``functions.write_file`` or
+``write_file()`` is read as ``write_file``); the arguments must be an object. A tool's
+definition echoed back (with a ``description``, or a JSON schema as its parameters) is no
+call. A call is
+given the id ``text-call-<n>`` (n from 1, in reply order), the same for the same text.
+The function never raises: garbage in, no calls out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+from langchain_core.messages import ToolCall
+from langchain_core.messages.tool import tool_call
+
+from agent.structured import MAX_TEXT, json_values
+
+ID_PREFIX = "text-call"
+MAX_CALLS = 16
+
+_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|(?=<tool_call>)|\Z)", re.S | re.I)
+_NAME_KEYS = ("name", "tool", "tool_name", "function", "action")
+_ARG_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "action_input", "params")
+_WRAPPERS = ("tool_calls", "function_call", "tool_call", "calls")
+
+
+def tool_calls_from_text(
+    text: str, tool_names: Collection[str], *, id_prefix: str = ID_PREFIX
+) -> list[ToolCall]:
+    """The calls to ``tool_names`` written in ``text``, in order; [] when there are none.
+
+    Identical calls (same name and arguments) are kept once: a model that writes its call
+    in a fence and again in prose meant one call."""
+    try:
+        return _calls(text, tool_names, id_prefix)
+    except Exception:  # never take a subagent down over a reply it could not read
+        return []
+
+
+def has_text_tool_call(text: str, tool_names: Collection[str]) -> bool:
+    """Whether ``text`` holds at least one call to one of ``tool_names``."""
+    return bool(tool_calls_from_text(text, tool_names))
+
+
+def _calls(text: str, tool_names: Collection[str], id_prefix: str) -> list[ToolCall]:
+    if not isinstance(text, str) or not text.strip():
+        return []
+    names = {str(n) for n in tool_names}
+    if not names:
+        return []
+    text = text[:MAX_TEXT]
+    tagged = [m.group(1) for m in _TAG.finditer(text)]
+    sources = tagged if tagged else [text]
+    found: list[tuple[str, dict[str, Any]]] = []
+    for source in sources:
+        for _, value in json_values(source):
+            for name, args in _from_value(value, names, depth=0):
+                if (name, args) not in found:
+                    found.append((name, args))
+                if len(found) >= MAX_CALLS:
+                    break
+    return [
+        tool_call(name=name, args=args, id=f"{id_prefix}-{n}")
+        for n, (name, args) in enumerate(found, 1)
+    ]
+
+
+def _from_value(value: Any, names: set[str], depth: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The calls one parsed JSON value holds: itself, a list of calls, or a wrapper."""
+    if depth > 3:
+        return
+    if isinstance(value, list):
+        for item in value[:MAX_CALLS]:
+            yield from _from_value(item, names, depth + 1)
+        return
+    if not isinstance(value, Mapping):
+        return
+    for key in _WRAPPERS:
+        inner = value.get(key)
+        if isinstance(inner, list | Mapping):
+            yield from _from_value(inner, names, depth + 1)
+            return
+    call = _one_call(value, names)
+    if call is not None:
+        yield call
+
+
+def _one_call(value: Mapping[str, Any], names: set[str]) -> tuple[str, dict[str, Any]] | None:
+    function = value.get("function")
+    if isinstance(function, Mapping):  # {"type": "function", "function": {...}}
+        return _one_call(function, names)
+    for name_key in _NAME_KEYS:
+        name = _tool_name(value.get(name_key), names)
+        if name is None:
+            continue
+        present = [k for k in _ARG_KEYS if k in value]
+        if not present:
+            # {"name": "list_files"} alone is a call with no arguments; an object with
+            # other keys beside the name is something else that happens to have a name
+            return (name, {}) if len(value) == 1 else None
+        if "description" in value:  # a tool's definition echoed back, not a call
+            return None
+        args = _arguments(value[present[0]])
+        return (name, args) if args is not None and not _is_schema(args) else None
+    return None
+
+
+_SCHEMA_KEYS = {"type", "properties", "required", "additionalProperties", "title", "description"}
+
+
+def _is_schema(args: Mapping[str, Any]) -> bool:
+    """Arguments that are a JSON schema (``{"type": "object", "properties": ...}``): the
+    tool's parameters echoed back, not values for them."""
+    return args.get("type") == "object" and set(args) <= _SCHEMA_KEYS
+
+
+def _tool_name(raw: Any, names: set[str]) -> str | None:
+    if not isinstance(raw, str):
+        return None
+    name = raw.strip()
+    if name in names:
+        return name
+    name = re.sub(r"^(?:functions|tools)\.", "", name)
+    name = re.sub(r"\(.*\)$", "", name).strip()
+    return name if name in names else None
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        for _, value in json_values(raw):
+            return dict(value) if isinstance(value, Mapping) else None
+    return None
+
+
+__all__ = ["ID_PREFIX", "has_text_tool_call", "tool_calls_from_text"]
