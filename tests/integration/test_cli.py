@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.scenarios import SCENARIO_GOALS
 from tests.fakes import ROOT, cli
 
 SAMPLE = Path(ROOT) / "datasets" / "sample.jsonl"
@@ -299,7 +300,7 @@ def test_threads_lists_a_header_with_dates_and_says_when_there_are_none(tmp_path
     thread_id, created, created_at, updated, updated_at, status, *goal = row.split()
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", created) and re.fullmatch(r"\d\d:\d\d", updated_at)
     assert (created, created_at) <= (updated, updated_at) and status == "success"
-    assert " ".join(goal) == "Build a tiny slugify module with tests and a README."
+    assert " ".join(goal) == SCENARIO_GOALS["happy"]
 
     deleted = cli("threads", "--delete", thread_id, db=db)
     assert deleted.returncode == 0, deleted.stderr
