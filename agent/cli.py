@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
 EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 4
 MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
-_STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
+_STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 # flag dest -> Context field, for the flags that set one
 _CONTEXT_FLAGS = {
     "model": "model",

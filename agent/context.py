@@ -116,10 +116,11 @@ class Context:
         },
     )
     structured_output: str = field(
-        default="function_calling",
+        default="auto",
         metadata={
-            "description": "How OpenAI-compatible models return structured answers: "
-            "function_calling, json_schema or json_mode (for servers without tools)."
+            "description": "How models return structured answers (plans, decisions): auto "
+            "(learn per model: tool calling, then json_schema, then JSON read from the reply's "
+            "text, as small local models need), function_calling, json_schema or json_mode."
         },
     )
 
@@ -206,7 +207,7 @@ class Context:
         return errors
 
 
-_STRUCTURED_OUTPUT = ("function_calling", "json_schema", "json_mode")
+_STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 ENV_PREFIX = "DEEPREFLECT_"
 
 

@@ -18,6 +18,7 @@ render them as chat.
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -25,16 +26,18 @@ from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, describe
+from agent.prompts import render
 from agent.providers import provider_model, structured_method_for
 from agent.scenarios import scenario_model
 from agent.scripted import ScriptedChatModel, is_model, tool_call
+from agent.structured import TEXT, StructuredMethods, parse_structured, refusal_of
 
 __all__ = [
     "JUDGE",
@@ -83,6 +86,18 @@ def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- factory
+
+AUTO = "auto"
+"""``structured_output="auto"``: learn per model which structured-output method works."""
+STRUCTURED_METHODS = StructuredMethods()
+"""What ``auto`` has learnt, per model, for the whole process."""
+
+
+def model_key(model: BaseChatModel) -> str:
+    """Which model (and server) a structured-output memory is about."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
+    where = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None) or ""
+    return f"{type(model).__name__}:{name}@{where}"
 
 
 def load_model(
@@ -228,11 +243,11 @@ class Metered:
         self._count(answer)
         return answer
 
-    def _structured_runnable(self, schema: type[BaseModel]) -> Runnable:
+    def _structured_runnable(self, schema: type[BaseModel], method: str) -> Runnable:
         kwargs: dict[str, Any] = {"include_raw": True}
         target: Any = schema
         if not isinstance(self.model, ScriptedChatModel):
-            method = structured_method_for(self.model, self.structured_method)
+            method = structured_method_for(self.model, method)
             kwargs["method"] = method
             if method == "json_schema":
                 # With a pydantic class the openai client parses, and raises, inside invoke;
@@ -247,9 +262,48 @@ class Metered:
         *,
         metadata: Mapping[str, Any] | None = None,
     ) -> tuple[SchemaT | None, str]:
-        """Ask for ``schema``; return the parsed answer or None with the raw text and error."""
+        """Ask for ``schema``; return the parsed answer or None with the raw text and error.
+
+        With ``structured_output="auto"`` the method is the one that worked for this model
+        before (tool calling, then ``json_schema``, then JSON read from plain text), and a
+        server that refuses a request shape is asked again the next way at once. Whatever the
+        method, JSON the model wrote in its reply's text instead (small models do) counts."""
         config = self.config(metadata, nostream=True)
-        runnable = self._structured_runnable(schema)
+        if self.structured_method != AUTO or isinstance(self.model, ScriptedChatModel):
+            return await self._ask(self.structured_method, messages, schema, config)
+        key = model_key(self.model)
+        refused = "every structured-output method was refused"
+        for method in STRUCTURED_METHODS.order(key):
+            try:
+                parsed, raw = await self._ask(method, messages, schema, config)
+            except Exception as exc:
+                if refusal_of(str(exc)) is None:
+                    raise
+                STRUCTURED_METHODS.record_failure(key, method, str(exc))
+                refused = f"{method} refused: {describe(exc)}"
+                continue
+            if parsed is None:
+                STRUCTURED_METHODS.record_failure(key, method, raw)
+            else:
+                STRUCTURED_METHODS.record_success(key, method)
+            return parsed, raw  # a miss is the caller's to retry, with the error
+        return None, refused
+
+    async def _ask(
+        self, method: str, messages: list[BaseMessage], schema: type[SchemaT], config: Any
+    ) -> tuple[SchemaT | None, str]:
+        """One structured call by ``method``; ``text`` asks for plain JSON in the reply."""
+        if method == TEXT:
+            shown = json.dumps(schema.model_json_schema())
+            asked = [*messages, HumanMessage(render("structured_text", schema=shown))]
+            answer = await self.model.ainvoke(asked, config)
+            self._count(answer)
+            text = str(answer.content or "")
+            parsed, error = parse_structured(text, schema)
+            if parsed is None:
+                return None, f"{error} (answer: {text[:300]!r})"
+            return cast(SchemaT, parsed), text
+        runnable = self._structured_runnable(schema, method)
         return self._parsed(await runnable.ainvoke(messages, config), schema)
 
     def _parsed(self, answer: Any, schema: type[SchemaT]) -> tuple[SchemaT | None, str]:
@@ -266,6 +320,10 @@ class Metered:
                 result["parsing_error"] = exc
                 parsed = None
         raw_text = str(getattr(raw, "content", "") or "")
+        if parsed is None and not result.get("parsing_error") and raw_text.strip():
+            # no structured answer at all (no tool call): the JSON may be in the reply's text
+            from_text, _error = parse_structured(raw_text, schema)
+            parsed = from_text
         if parsed is None:
             error = result.get("parsing_error") or "no structured answer"
             return None, f"{str(error)[:500]} (answer: {raw_text[:300]!r})"

@@ -28,6 +28,7 @@ from agent.events import check_event, emit
 from agent.loop import run_sync
 from agent.models import Metered, merge_usage, with_metadata
 from agent.prompts import render
+from agent.text_tools import tool_calls_from_text
 from agent.tools import (
     defuse,
     execute_tool_call,
@@ -169,16 +170,27 @@ class StepWorker:
         messages = self._task_prompt(feedback)
         metadata = self.call_metadata()
         tools = list(self.tools.values())
-        for _ in range(self.max_tool_turns):
+        nudged = False
+        for turn in range(self.max_tool_turns):
             answer: AIMessage = await self.model.ainvoke(messages, tools, metadata=metadata)
+            answer, from_text = self._with_text_calls(answer, turn)
             messages.append(answer)
             if not answer.tool_calls and not answer.invalid_tool_calls:
-                break
+                if nudged or self.step["expected_output"] in self.workspace.written:
+                    break
+                # seed 002: say exactly what is missing, once, rather than "not produced" later
+                path = self.step["expected_output"]
+                messages.append(
+                    HumanMessage(render("subagent_no_tool_call", path=path, tool="write_file"))
+                )
+                self._event("no_tool_call", observation=f"reminded to write {path}")
+                nudged = True
+                continue
             for call in answer.tool_calls:
                 observation, ok = await execute_tool_call(call, self.tools, self.workspace)
                 if ok and self._is_source(call):
                     self.tool_outputs.append(observation)
-                messages.append(self._answer_call(call, observation, ok))
+                messages.append(self._answer_call(call, observation, ok, from_text=from_text))
                 defuse(call)
             # Arguments that were not valid JSON: tell the model, which must answer every call
             # it made anyway (OpenAI refuses a conversation with an unanswered tool call).
@@ -198,8 +210,26 @@ class StepWorker:
             return (call.get("args") or {}).get("path") in self.input_paths
         return True
 
+    def _with_text_calls(self, answer: AIMessage, turn: int) -> tuple[AIMessage, bool]:
+        """``answer``, or, when it called no tool but wrote calls to this step's tools as
+        text (small models do: a JSON object, ``<tool_call>`` tags), the same answer with
+        those calls made real, so they run and are answered like any other."""
+        if answer.tool_calls or answer.invalid_tool_calls:
+            return answer, False
+        text = answer.content if isinstance(answer.content, str) else answer.text
+        prefix = f"text-{self.step_id}-{self.revision}-{turn}-"
+        calls = tool_calls_from_text(text, list(self.tools), id_prefix=prefix)
+        if not calls:
+            return answer, False
+        return answer.model_copy(update={"tool_calls": calls}), True
+
     def _answer_call(
-        self, call: Mapping[str, Any], observation: str, ok: bool = False
+        self,
+        call: Mapping[str, Any],
+        observation: str,
+        ok: bool = False,
+        *,
+        from_text: bool = False,
     ) -> ToolMessage:
         """Record a tool call in the trajectory (a bounded summary of its arguments: the raw
         text of unparsed ones) and build the tool message that answers it."""
@@ -207,7 +237,8 @@ class StepWorker:
         args = call.get("args")
         summary = summarise_value(args if args is not None else {})
         params = summary if isinstance(summary, dict) else {"arguments": summary}  # always a dict
-        self._event(name, params=params, observation=observation[:200], ok=ok)
+        extra = {"parsed_from_text": True} if from_text else {}
+        self._event(name, params=params, observation=observation[:200], ok=ok, **extra)
         call_id = call.get("id")
         return ToolMessage(
             observation,

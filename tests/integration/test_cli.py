@@ -228,7 +228,7 @@ def test_the_old_critic_flag_sets_the_judge_and_says_it_is_deprecated(tmp_path):
         (
             {"DEEPREFLECT_STRUCTURED_OUTPUT": "xml"},
             [],
-            "unknown structured_output 'xml'; expected one of function_calling",
+            "unknown structured_output 'xml'; expected one of auto, function_calling",
         ),
         ({}, ["--request-timeout", "0"], "request_timeout_s must be positive, got 0.0"),
         ({}, ["--max-parallel", "lots"], "argument --max-parallel: invalid int value: 'lots'"),

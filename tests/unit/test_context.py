@@ -45,7 +45,7 @@ def test_a_bad_range_from_the_environment_names_the_variable_too(monkeypatch):
 
     assert Context().validate() == [
         "max_parallel must be positive, got 0 (from $DEEPREFLECT_MAX_PARALLEL)",
-        "unknown structured_output 'xml'; expected one of function_calling, json_schema, "
+        "unknown structured_output 'xml'; expected one of auto, function_calling, json_schema, "
         "json_mode (from $DEEPREFLECT_STRUCTURED_OUTPUT)",
     ]
     monkeypatch.delenv("DEEPREFLECT_MAX_PARALLEL")

@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
@@ -192,3 +193,59 @@ def test_prompt_json_finds_the_data_a_prompt_carries_whatever_words_surround_it(
     text = f'Noise {{"decoy": 1}} then the situation:\n{json.dumps(situation, indent=1)}\nBye.'
     assert prompt_json([SystemMessage("{}"), HumanMessage(text)]) == situation
     assert prompt_json([HumanMessage("no data here")]) == {}
+
+
+class _TextOnly(BaseChatModel):
+    """A small local model: it writes its JSON in the reply's text, never as a tool call,
+    and its server refuses requests with tools when ``refuse_tools`` is set."""
+
+    reply: str = ""
+    refuse_tools: bool = False
+    calls: list[dict] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "text-only"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        self.calls.append(kwargs)
+        if self.refuse_tools and "tools" in kwargs:
+            raise RuntimeError("Error code: 400 - tools are not supported by this server")
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.reply))])
+
+
+def test_json_written_in_the_reply_text_instead_of_a_tool_call_is_the_answer():
+    model = _TextOnly(reply='Here it is:\n```json\n{"decision": "end"}\n```', calls=[])
+    metered = Metered(model, "reflection", "function_calling")
+    parsed, _ = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
+    assert parsed == Answer(decision="end")
+
+
+def test_auto_moves_past_a_server_that_refuses_tools_and_then_asks_by_text_first():
+    from agent.models import STRUCTURED_METHODS, model_key
+
+    model = _TextOnly(reply='{"decision": "end"}', refuse_tools=True, calls=[])
+    STRUCTURED_METHODS.forget(model_key(model))
+    metered = Metered(model, "reflection", "auto")
+    parsed, _ = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
+    assert parsed == Answer(decision="end")
+    assert ["tools" in c for c in model.calls] == [True, True, False]  # two refusals, then text
+    model.calls.clear()
+    again, _ = asyncio.run(metered.astructured([HumanMessage("y")], Answer))
+    assert again == Answer(decision="end") and len(model.calls) == 1  # it remembered
+    assert STRUCTURED_METHODS.snapshot(model_key(model))["last_success"] == "text"
+
+
+def test_auto_lets_an_error_that_is_no_refusal_reach_the_caller():
+    class _Down(_TextOnly):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            raise TimeoutError("the server is gone")
+
+    metered = Metered(_Down(calls=[]), "reflection", "auto")
+    with pytest.raises(TimeoutError):
+        asyncio.run(metered.astructured([HumanMessage("x")], Answer))

@@ -208,3 +208,32 @@ def test_a_url_in_an_input_file_the_step_read_is_a_source():
         max_rounds=0,
     )
     assert w.execute().files["notes.md"]["status"] == "done"
+
+
+def test_a_tool_call_written_as_text_runs_and_is_recorded_as_parsed_from_text():
+    written = (
+        '```json\n{"name": "write_file", "arguments": {"path": "out.txt", "content": "OK"}}\n```'
+    )
+    w, _ = worker([written, "done"])
+    run = w.execute()
+    assert run.files["out.txt"]["status"] == "done"
+    call = next(e for e in run.trajectory if e["action"] == "write_file")
+    assert call["ok"] is True and call["parsed_from_text"] is True
+
+
+def test_a_reply_that_calls_no_tool_is_told_once_which_tool_and_path_to_use():
+    w, model = worker(
+        ["I would write OK.", tool_call("write_file", path="out.txt", content="OK"), "ok"]
+    )
+    run = w.execute()
+    assert run.files["out.txt"]["status"] == "done"
+    assert [e["action"] for e in run.trajectory][:2] == ["no_tool_call", "write_file"]
+    reminder = model.calls[1][-1]
+    assert isinstance(reminder, HumanMessage) and "out.txt" in str(reminder.content)
+
+
+def test_a_model_that_never_calls_a_tool_is_reminded_once_per_draft_not_forever():
+    w, model = worker(["nothing", "still nothing"], max_rounds=0)
+    run = w.execute()
+    assert len(model.calls) == 2 and "out.txt" not in run.files
+    assert [e["action"] for e in run.trajectory].count("no_tool_call") == 1
