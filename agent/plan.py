@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
 from agent.vfs import PathError, validate_path
 
@@ -70,6 +71,25 @@ class PlanDraft(BaseModel):
         max_length=MAX_PLAN_STEPS,
         description="The steps, in any order; depends_on sets the order.",
     )
+
+
+@functools.lru_cache(maxsize=64)
+def plan_draft_for(actions: tuple[str, ...]) -> type[PlanDraft]:
+    """``PlanDraft`` whose steps' ``action`` is one of ``actions`` in its JSON schema, so a
+    server that enforces the schema (``json_schema``, a grammar on llama.cpp) cannot let a
+    model invent a subagent; an answer that ignores the schema is still refused by
+    ``plan_errors``, with its advice. Same name, so the tool the model is asked to call
+    stays ``PlanDraft``."""
+    action = Field(
+        description="The subagent that does the step: one of the actions listed.",
+        json_schema_extra={"enum": list(actions)},  # validated by plan_errors, with its advice
+    )
+    step = create_model("Step", __base__=Step, action=(str, action))
+    steps = Field(
+        max_length=MAX_PLAN_STEPS, description=PlanDraft.model_fields["steps"].description
+    )
+    listed: Any = list[step]
+    return create_model("PlanDraft", __base__=PlanDraft, steps=(listed, steps))
 
 
 def _cycle(steps: list[Step]) -> list[str] | None:

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agent.checks import describe_kinds
 from agent.models import Metered
-from agent.plan import PlanDraft, Step, merge_replan, parse_plan
+from agent.plan import Step, merge_replan, parse_plan, plan_draft_for
 from agent.prompts import render
 from agent.subagents import SubAgent, describe_registry
 from agent.vfs import summarize_files
@@ -57,7 +57,7 @@ async def ask_planner(
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)
     for _attempt in range(2):  # docs/architecture.md: one retry with the errors, then escalate
-        draft, raw = await metered.astructured(messages, PlanDraft)
+        draft, raw = await metered.astructured(messages, plan_draft_for(tuple(sorted(registry))))
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
         else:

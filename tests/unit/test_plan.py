@@ -86,3 +86,27 @@ def test_replan_keeps_done_unaffected_steps_and_reruns_affected_ones():
     assert plan["version"] == 2
     # S2 changed, and S3 depends on it: both are re-run; S1 is kept.
     assert stale == ["b.md", "c.md"]
+
+
+def test_the_planners_schema_lists_the_registered_actions_under_the_same_name():
+    from agent.plan import plan_draft_for
+
+    draft = plan_draft_for(("coder", "writer"))
+    schema = draft.model_json_schema()
+    assert draft.__name__ == "PlanDraft" and schema["title"] == "PlanDraft"
+    assert schema["$defs"]["Step"]["properties"]["action"]["enum"] == ["coder", "writer"]
+    assert plan_draft_for(("coder", "writer")) is draft  # built once per set of actions
+
+
+def test_an_action_outside_the_schema_is_still_refused_with_advice():
+    from agent.plan import plan_draft_for
+
+    draft = plan_draft_for(("coder",)).model_validate(
+        {
+            "steps": [
+                {"step_id": "S1", "action": "shell", "instructions": "x", "expected_output": "a"}
+            ]
+        }
+    )
+    steps, errors = parse_plan(draft, actions={"coder"}, max_steps=5)
+    assert steps is None and any("unknown action 'shell'" in e for e in errors)
