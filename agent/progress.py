@@ -91,8 +91,12 @@ class Progress:
                 why = "" if ok else f" — {_short(event.get('observation', ''))}"
                 self.say(f"  {step_id} check {event['check']['kind']}: ", mark, why)
             elif action in ("write_file", "edit_file"):
-                path = (event.get("params") or {}).get("path")
-                self.say(f"  {step_id} {event['actor']} {action} {path}")
+                params = event.get("params") or {}
+                self.say(f"  {step_id} {event['actor']} {action} {params.get('path')}")
+                if action == "edit_file" and event.get("ok"):
+                    # the patch itself: the trajectory keeps short passages, sizes of long ones
+                    self.say(f"      - {_short(params.get('old', ''))}")
+                    self.say(f"      + {_short(params.get('new', ''))}")
             elif action == "result":
                 passed = bool(event.get("passed"))
                 outcome = ("done", "green") if passed else ("failed", "red")

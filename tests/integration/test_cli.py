@@ -470,3 +470,11 @@ def test_show_into_a_pipe_whose_reader_has_gone_exits_quietly(tmp_path):
     error = shown.stderr.read().decode()
     assert shown.wait(timeout=60) == 0
     assert "BrokenPipe" not in error and "error" not in error
+
+
+def test_the_demo_shows_the_patch_that_fixes_the_failing_check(tmp_path):
+    done = cli("demo", db=tmp_path / "t.sqlite")
+    lines = done.stdout.splitlines()
+    at = next(i for i, text in enumerate(lines) if "edit_file slugify.py" in text)
+    assert lines[at + 1].strip().startswith("- ") and lines[at + 2].strip().startswith("+ ")
+    assert "re.findall" in lines[at + 2]
