@@ -45,6 +45,7 @@ _CONTEXT_FLAGS = {
     "time_budget": "time_budget_s",
     "max_parallel": "max_parallel",
     "workload": "workload",
+    "planning": "planning",
 }
 
 
@@ -89,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("goal")
     run_p.add_argument("--thread", help="thread id (default: a new one)")
     run_p.add_argument("--workload", choices=["qa", "research", "report", "coding", "bughunt"])
+    run_p.add_argument(
+        "--planning",
+        choices=["upfront", "rolling"],
+        help="upfront: every step at once; rolling: the steps that can run now, then the next "
+        "segment once reflection has seen their results ($DEEPREFLECT_PLANNING)",
+    )
     _models(run_p)
     _budgets(run_p)
     _mcp(run_p)
@@ -189,8 +196,8 @@ def _models(p: argparse.ArgumentParser, note: str = "") -> None:
     _setting(
         g,
         "--structured-output",
-        "how models return structured answers: json_schema or json_mode for servers "
-        "without tool calling",
+        "how models return structured answers: auto (learnt per model), or "
+        "function_calling, json_schema, json_mode",
         choices=_STRUCTURED_OUTPUT,
         env=not note,
     )
@@ -681,9 +688,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     if args.command in ("demo", "run"):
         from agent.context import Context
     if args.command == "demo":
-        from agent.scenarios import SCENARIO_GOALS
+        from agent.scenarios import SCENARIO_CONTEXT, SCENARIO_GOALS
 
-        ctx = _with_flags(Context(model=f"scripted:{args.scenario}"), args)
+        needs = SCENARIO_CONTEXT.get(args.scenario, {})
+        ctx = _with_flags(Context(model=f"scripted:{args.scenario}", **needs), args)
         return _cmd_run(args, console, SCENARIO_GOALS[args.scenario], ctx)
     if args.command == "run":
         return _cmd_run(args, console, args.goal, _with_flags(Context(), args))

@@ -115,6 +115,14 @@ class Context:
             "(and is retried as a transient error)."
         },
     )
+    planning: str = field(
+        default="upfront",
+        metadata={
+            "description": "upfront: plan every step at once; rolling: commit only to the steps "
+            "that can run now and plan the next segment after reflection has seen their "
+            "results (for goals whose later steps depend on what earlier ones find)."
+        },
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -200,6 +208,9 @@ class Context:
         for name in ("token_budget", "time_budget_s", "request_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
                 errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
+        if "planning" in typed and self.planning not in PLANNING:
+            msg = f"unknown planning {self.planning!r}; expected one of {', '.join(PLANNING)}"
+            errors.append(("planning", msg))
         if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:
             known = ", ".join(_STRUCTURED_OUTPUT)
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
@@ -208,6 +219,7 @@ class Context:
 
 
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
+PLANNING = ("upfront", "rolling")
 ENV_PREFIX = "DEEPREFLECT_"
 
 

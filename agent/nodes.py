@@ -120,7 +120,12 @@ class Planner:
         metered = self.roles.metered("planner", ctx, asked)
         try:
             outcome = await ask_planner(
-                metered, state, self.roles.registry, **asked, max_plan_steps=ctx.max_plan_steps
+                metered,
+                state,
+                self.roles.registry,
+                **asked,
+                max_plan_steps=ctx.max_plan_steps,
+                planning=ctx.planning,
             )
         except Exception as exc:
             return model_failure(exc, "planner", state, ctx, {"usage": metered.usage})

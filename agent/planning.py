@@ -36,6 +36,7 @@ async def ask_planner(
     reason: str,
     answer: str,
     max_plan_steps: int,
+    planning: str = "upfront",
 ) -> PlanOutcome:
     """Plan (or replan) the goal; an invalid answer is retried once with its errors."""
     files = state.get("files") or {}
@@ -45,6 +46,7 @@ async def ask_planner(
         actions=describe_registry(registry),
         check_kinds=describe_kinds(),
         max_plan_steps=max_plan_steps,
+        planning=render(f"planning_{planning}"),
     )
     human = render(
         "planner_input",

@@ -66,6 +66,9 @@ class Situation:
     turn_events: list[dict[str, Any]]
     exhausted: str | None = None
     strict_end: bool = True
+    planning: str = "upfront"
+    """upfront or rolling (``Context.planning``): with rolling, a plan whose steps are all
+    done may be one segment of the goal, and reflection may replan for the next one."""
     ready: list[dict[str, Any]] = field(init=False)
     """The plan's steps that could run now, computed once."""
 
@@ -112,6 +115,7 @@ def situation_from_state(
         turn_events=[e for e in state.get("trajectory") or [] if e.get("round", 0) > start],
         exhausted=budget_of(state, ctx, now=now).exhausted,
         strict_end=ctx.strict_end,
+        planning=ctx.planning,
     )
 
 
@@ -299,6 +303,7 @@ def reflection_input(s: Situation) -> dict[str, Any]:
         "step": s.step,
         "reflection_depth": s.depth,
         "max_reflection_depth": s.cap,
+        "planning": s.planning,
     }
 
 

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from agent.errors import ConfigError
 from agent.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
 
-SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap")
+SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap", "rolling")
 # the goal `deepreflect demo --scenario NAME` runs: what each scenario's plan is about
 SCENARIO_GOALS = {
     "demo": "Build a tiny slugify module with tests and a README.",
@@ -26,7 +26,10 @@ SCENARIO_GOALS = {
     "replan": "Summarise the findings, with sources.",
     "escalation": "Write a short report on vector databases for its audience.",
     "depth-cap": "Write the sharpest possible report on vector databases.",
+    "rolling": "Gather the facts on vector databases, then write the report they call for.",
 }
+# the Context a scenario needs besides its scripted models
+SCENARIO_CONTEXT: dict[str, dict[str, Any]] = {"rolling": {"planning": "rolling"}}
 
 
 def _first_line(value: Any) -> str:
@@ -130,6 +133,12 @@ def _simple_plan(answer: str, reason: str) -> dict:
             ),
         ]
     }
+
+
+def _rolling_plan(answer: str, reason: str) -> dict:
+    """Segment 1 is the research; once reflection has seen it, segment 2 adds the report."""
+    plan = _simple_plan(answer, "")
+    return plan if reason else {"steps": plan["steps"][:1]}
 
 
 def _replan_plan(answer: str, reason: str) -> dict:
@@ -245,6 +254,14 @@ def _escalating(s: dict[str, Any]) -> dict[str, Any]:
     return finish_or_continue(s)
 
 
+def _segment_by_segment(s: dict[str, Any]) -> dict[str, Any]:
+    """Rolling planning: the first segment done, ask for the next; then finish."""
+    steps = s.get("plan", {}).get("steps", [])
+    if s.get("planning") == "rolling" and len(steps) == 1 and all(st["done"] for st in steps):
+        return {"decision": "replan", "reason": "plan the next segment: the report from notes.md"}
+    return finish_or_continue(s)
+
+
 def _never_satisfied(s: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "replan", "reason": "the report could be sharper"}
 
@@ -260,6 +277,7 @@ _PLANNERS: dict[str, Callable[[str, str], dict]] = {
     "replan": _replan_plan,
     "escalation": _simple_plan,
     "depth-cap": _simple_plan,
+    "rolling": _rolling_plan,
 }
 _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "demo": finish_or_continue,
@@ -267,6 +285,7 @@ _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "replan": finish_or_continue,
     "escalation": _escalating,
     "depth-cap": _never_satisfied,
+    "rolling": _segment_by_segment,
 }
 
 

@@ -8,9 +8,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from agent import ScriptedChatModel, resume, run
+from agent import Context, ScriptedChatModel, resume, run
 from agent.errors import ConfigError
 from agent.models import tool_call
+from agent.prompts import render
 from agent.runner import result_of, thread_config
 from tests.fakes import END, chain, ctx, models, prompt_values, sqlite_graph, step, writer
 
@@ -525,3 +526,28 @@ def test_an_unusable_answer_keeps_the_thread_paused_on_its_question(tmp_path):
     assert "not accepted" in str(last.content)
     assert len(roles["planner"].calls) == 1
     assert resume(graph, "t", "2024", context=ctx())["status"] == "success"
+
+
+def test_rolling_planning_commits_to_one_segment_at_a_time_and_finishes(tmp_path):
+    graph, _ = sqlite_graph(tmp_path, {})
+    context = ctx(model="scripted:rolling", planning="rolling")
+    result = run(graph, "facts, then the report they call for", context=context, thread_id="r")
+    assert (result["status"], result["stop_reason"]) == ("success", "end")
+    values = graph.get_state(thread_config("r")).values
+    first, final = values["plan_history"][0], values["plan"]
+    assert [s["step_id"] for s in first["steps"]] == ["S1"]  # segment 1 only
+    assert [s["step_id"] for s in final["steps"]] == ["S1", "S2"] and final["version"] == 2
+    ran = [e["step_id"] for e in values["trajectory"] if e["action"] == "result"]
+    assert ran == ["S1", "S2"]  # the done segment is kept, not run again
+    assert [d["decision"] for d in values["decisions"]] == ["replan", "end"]
+
+
+def test_upfront_planning_is_the_default_and_rolling_is_told_to_the_planner(tmp_path):
+    for planning in ("upfront", "rolling"):
+        roles = models([step("S1", "a.md")], [END])
+        graph, _ = sqlite_graph(tmp_path / planning, roles)
+        run(graph, "goal", context=ctx(planning=planning), thread_id="p")
+        system = str(roles["planner"].calls[0][0].content)
+        assert render("planning_" + planning) in system
+    assert Context().planning == "upfront"
+    assert Context(planning="sideways").validate()  # an unknown mode is refused
