@@ -63,9 +63,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             return pool.submit(context.run, asyncio.run, coro).result()
     loop = _background_loop()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
+    started: list[asyncio.Task[T]] = []
 
     def start() -> None:
         task = loop.create_task(coro, context=context)
+        started.append(task)
 
         def finish(t: asyncio.Task[T]) -> None:
             if t.cancelled():
@@ -78,7 +80,13 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         task.add_done_callback(finish)
 
     loop.call_soon_threadsafe(start)
-    return done.result()
+    try:
+        return done.result()
+    except BaseException:
+        # the caller gave up (Ctrl-C, a timeout around invoke): the node must not go on
+        # working on the loop behind its back
+        loop.call_soon_threadsafe(lambda: [t.cancel() for t in started])
+        raise
 
 
 async def maybe_await(value: T | Awaitable[T]) -> T:

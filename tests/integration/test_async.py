@@ -127,3 +127,36 @@ def test_a_chain_of_steps_ends_the_same_under_invoke_and_ainvoke():
             out = asyncio.run(graph.ainvoke(payload, config, context=ctx))
         results.append((out["status"], sorted(out["files"]), out["step"]))
     assert results[0] == results[1] and results[0][0] == "success"
+
+
+def test_a_sync_caller_that_gives_up_cancels_the_coroutine_it_was_waiting_for():
+    import concurrent.futures
+    import threading
+
+    cancelled = threading.Event()
+
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    class GaveUp(Exception):
+        pass
+
+    original = concurrent.futures.Future.result
+
+    def impatient(self, timeout=None):  # the caller is interrupted while it waits
+        try:
+            return original(self, timeout=0.2)
+        except concurrent.futures.TimeoutError:
+            raise GaveUp from None
+
+    concurrent.futures.Future.result = impatient  # type: ignore[method-assign]
+    try:
+        with pytest.raises(GaveUp):
+            run_sync(forever())
+    finally:
+        concurrent.futures.Future.result = original  # type: ignore[method-assign]
+    assert cancelled.wait(5)
