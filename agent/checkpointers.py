@@ -18,7 +18,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError
-from agent.lease import is_postgres_saver
+from agent.lease import LEASE_FILE_ATTR, is_postgres_saver
 from agent.pg_url import is_postgres_url, pg_conninfo, redact, scrub
 
 if TYPE_CHECKING:
@@ -88,6 +88,9 @@ async def open_async_checkpointer(
         saver = await (_aopen_read_only(path) if read_only else _aopen_for_writing(path))
     except sqlite3.Error as exc:
         raise database_problem(str(path), exc) from exc
+    # its file, for the lease (agent.lease): an aiosqlite connection cannot say it from
+    # another thread, and other processes must see this one's leases
+    setattr(saver, LEASE_FILE_ATTR, str(path))
     try:
         yield saver
     finally:

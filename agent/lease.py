@@ -288,10 +288,17 @@ def is_postgres_saver(checkpointer: object) -> bool:
     return isinstance(checkpointer, PostgresSaver)
 
 
+LEASE_FILE_ATTR = "deepreflect_sqlite_file"
+"""Attribute naming a saver's SQLite file when its connection cannot (an async saver)."""
+
+
 def store_for(checkpointer: object) -> _Store:
     """Where the leases of ``checkpointer``'s threads live (see the module docstring)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    named = getattr(checkpointer, LEASE_FILE_ATTR, None)
+    if isinstance(named, str) and named:
+        return _SqliteStore(named)
     if isinstance(checkpointer, SqliteSaver):
         with checkpointer.lock:
             path = sqlite_file(checkpointer.conn)

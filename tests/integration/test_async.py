@@ -160,3 +160,25 @@ def test_a_sync_caller_that_gives_up_cancels_the_coroutine_it_was_waiting_for():
     finally:
         concurrent.futures.Future.result = original  # type: ignore[method-assign]
     assert cancelled.wait(5)
+
+
+def test_a_thread_run_through_open_async_checkpointer_is_leased_for_other_processes(tmp_path):
+    from agent import ThreadBusy, open_checkpointer
+    from agent.checkpointers import open_async_checkpointer
+    from agent.lease import hold
+
+    db = str(tmp_path / "threads.sqlite")
+
+    async def main() -> None:
+        async with open_async_checkpointer(db) as saver:
+            graph = build_graph(checkpointer=saver)
+            with hold(saver, "t"):  # what arun holds while it runs
+                with open_checkpointer(db) as other, pytest.raises(ThreadBusy):
+                    with hold(other, "t"):  # a sync writer, as another process would be
+                        pass
+            assert (await agent.arun(graph, "g", thread_id="t", context=_HAPPY))["status"]
+
+    asyncio.run(main())
+
+
+_HAPPY = {"model": "scripted:happy"}
