@@ -18,11 +18,10 @@ pytest.importorskip("langchain.chat_models")
 
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.types import RetryPolicy  # noqa: E402
 
 from agent import Context, build_graph, run  # noqa: E402
 from agent import providers as agent_providers  # noqa: E402
-from agent.errors import ErrorClass, classify, is_transient  # noqa: E402
+from agent.errors import ErrorClass, classify  # noqa: E402
 from agent.runner import result_of, thread_config  # noqa: E402
 from tests.anthropic_server import (  # noqa: E402
     DROP,
@@ -32,15 +31,17 @@ from tests.anthropic_server import (  # noqa: E402
     serve,
     to_langchain,
 )
-from tests.fakes import prompt_values, sqlite_graph  # noqa: E402
-from tests.wire_server import call_metadata, role_of  # noqa: E402
+from tests.fakes import prompt_values  # noqa: E402
+from tests.wire_runs import (  # noqa: F401
+    FAST_RETRY,
+    HAPPY_REQUESTS,
+    decisions,
+    first_drafts,
+    sqlite_wire_graph,
+)
 
-# jitter=False: LangGraph's jitter adds up to a second to every retry
-FAST_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)
 MODEL = "anthropic:claude-fake"
 GOAL = "Write a slugify helper with tests and a README"
-# happy: planner, S1 (researcher: write, then stop), rule-0 continue, S2 (writer), reflection
-HAPPY_REQUESTS = {"planner": 1, "researcher": 2, "writer": 2, "reflection": 1}
 
 
 @pytest.fixture
@@ -54,26 +55,8 @@ def server(monkeypatch):
         yield fake
 
 
-@pytest.fixture
-def graph(tmp_path):
-    graph, conn = sqlite_graph(tmp_path, {}, retry_policy=FAST_RETRY)
-    yield graph
-    conn.close()
-
-
-def decisions(graph, thread_id: str) -> list[dict]:
-    return graph.get_state(thread_config(thread_id)).values["decisions"]
-
-
 def tasks(server) -> list[tuple[str, str, int]]:
-    """(role, step_id, revision) of every subagent request that starts a draft."""
-    found = []
-    for body in server.requests:
-        messages = to_langchain(body)
-        meta = call_metadata(role_of(messages), messages)
-        if "step_id" in meta and len(body["messages"]) == 1:
-            found.append((meta["role"], meta["step_id"], meta["revision"]))
-    return found
+    return first_drafts(server.requests, to_langchain, opening=1)
 
 
 def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(server, graph):

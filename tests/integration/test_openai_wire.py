@@ -12,7 +12,6 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
-from langgraph.types import RetryPolicy
 
 from agent import Context, resume, run
 from agent import providers as agent_providers
@@ -21,13 +20,10 @@ from agent.prompts import render
 from agent.runner import result_of, thread_config
 from tests.fakes import prompt_values, sqlite_graph
 from tests.openai_server import serve
+from tests.wire_runs import FAST_RETRY, HAPPY_REQUESTS, decisions, sqlite_wire_graph  # noqa: F401
 
-# jitter=False: LangGraph's jitter adds up to a second to every retry
-FAST_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)
 MODEL = "openai:fake-model"
 GOAL = "Write a short report on vector databases"
-# happy: planner, S1 (researcher: write, then stop), rule-0 continue, S2 (writer), reflection
-HAPPY_REQUESTS = {"planner": 1, "researcher": 2, "writer": 2, "reflection": 1}
 
 
 @pytest.fixture
@@ -40,21 +36,10 @@ def server(monkeypatch):
         yield fake
 
 
-@pytest.fixture
-def graph(tmp_path):
-    graph, conn = sqlite_graph(tmp_path, {}, retry_policy=FAST_RETRY)
-    yield graph
-    conn.close()
-
-
 def requests_per_role(server) -> dict[str, int]:
     roles = ("planner", "reflection", "researcher", "writer", "judge")
     counts = {role: len(server.requests_by_role(role)) for role in roles}
     return {role: n for role, n in counts.items() if n}
-
-
-def decisions(graph, thread_id: str) -> list[dict]:
-    return graph.get_state(thread_config(thread_id)).values["decisions"]
 
 
 def test_a_scripted_run_over_the_wire_succeeds_and_meters_what_the_server_reported(server, graph):
