@@ -255,3 +255,13 @@ def test_an_unreachable_async_postgres_is_a_usage_error_without_the_password():
 
     with pytest.raises(ConfigError, match=r"cannot use PostgreSQL at postgresql://bob:\*\*\*@"):
         asyncio.run(open_it())
+
+
+def test_a_database_opened_for_writing_keeps_its_wal_small(tmp_path):
+    from agent.checkpointers import open_checkpointer
+
+    with open_checkpointer(str(tmp_path / "t.sqlite")) as saver:
+        pragma = saver.conn.execute
+        assert pragma("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert pragma("PRAGMA wal_autocheckpoint").fetchone()[0] == 256
+        assert pragma("PRAGMA journal_size_limit").fetchone()[0] == 1_048_576
