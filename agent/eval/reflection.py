@@ -35,6 +35,7 @@ the critic's own mistakes either way.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -148,17 +149,28 @@ class _Trial:
     def usage(self) -> dict[str, dict[str, int]]:
         return merge_usage(self.coder.usage, self.judge.usage if self.judge else None)
 
-    def generate(self, _task: str, feedback: Any) -> tuple[str, int]:
-        return self.worker.generate(self.task.prompt, feedback)
+    async def generate(self, _task: str, feedback: Any) -> tuple[str, int]:
+        # awaited on the revise loop's own event loop: a sync call here would open a fresh
+        # loop per draft, and an async model client's pooled connection would then outlive
+        # the loop it was opened on ("Event loop is closed" on the next draft)
+        return await self.worker.agenerate(self.task.prompt, feedback)
 
-    def gather(self, draft: str) -> dict[str, Any]:
+    async def gather(self, draft: str) -> dict[str, Any]:
+        # the check runs sandboxed processes and the critic calls its model synchronously:
+        # in a thread, so parallel tasks (--workers) sharing the loop are not held up
+        return await asyncio.to_thread(self._gather, draft)
+
+    async def critique(self, task: str, draft: str, report: dict[str, Any]) -> tuple[Any, int]:
+        return await asyncio.to_thread(self._critique, task, draft, report)
+
+    def _gather(self, draft: str) -> dict[str, Any]:
         self.drafts[sha(draft)] = draft
         report = dict(run_check(self.spec, self.grader.files(draft), self.task.path))
         if self.spec is self.task.check:
             self.grader.remember(draft, report)
         return report
 
-    def critique(self, _task: str, draft: str, report: dict[str, Any]) -> tuple[Any, int]:
+    def _critique(self, _task: str, draft: str, report: dict[str, Any]) -> tuple[Any, int]:
         from_check = critique_from_check(report)
         record: dict[str, Any] = {"critic_blocking": None, "critic_malformed": False}
         answer: Any = from_check

@@ -326,3 +326,29 @@ def test_the_console_script_prints_the_report_as_json():
     report = json.loads(done.stdout)
     assert report["mode"] == "seeded-errors" and report["summary"]["problems"] == 2
     assert report["summary"]["mutants"] == report["summary"]["killed"] > 0
+
+
+class _LoopWatching(ScriptedChatModel):
+    """A scripted model that notes the event loop of every async call, as an async client's
+    connection pool is bound to the loop it was opened on."""
+
+    loops: list[int] = []
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        import asyncio
+
+        self.loops.append(id(asyncio.get_running_loop()))
+        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_every_draft_of_a_task_calls_the_model_on_one_event_loop():
+    model = _LoopWatching(
+        {
+            "inc": write("inc.py", "def inc(x):\n    return x\n")
+            + write("inc.py", "def inc(x):\n    return x + 1\n")
+        },
+        loops=[],
+    )
+    record = reflect_task(INC, model, max_rounds=2)
+    assert record["final_correct"] is True and len(model.loops) == 4
+    assert len(set(model.loops)) == 1  # a fresh loop per draft breaks pooled connections
