@@ -27,6 +27,7 @@ The function never raises: garbage in, no calls out.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
@@ -80,10 +81,43 @@ def _calls(text: str, tool_names: Collection[str], id_prefix: str) -> list[ToolC
                     found.append((name, args))
                 if len(found) >= MAX_CALLS:
                     break
+    if not found and "write_file" in names:
+        found = [("write_file", args) for args in _loose_writes(text)][:MAX_CALLS]
     return [
         tool_call(name=name, args=args, id=f"{id_prefix}-{n}")
         for n, (name, args) in enumerate(found, 1)
     ]
+
+
+_LOOSE_WRITE = re.compile(
+    r'"name"\s*:\s*"write_file"(?P<rest>.*?)"content"\s*:\s*"(?P<content>.*)"\s*\}\s*\}', re.S
+)
+_LOOSE_PATH = re.compile(r'"path"\s*:\s*"(?P<path>[^"\\]+)(?:"|$)')
+_BARE_QUOTE = re.compile(r'(?<!\\)"')
+
+
+def _loose_writes(text: str) -> Iterator[dict[str, Any]]:
+    """A ``write_file`` call written as JSON that does not parse because its ``content``
+    holds bare quotes (a Python docstring's triple quotes, as Qwen2.5-Coder writes them):
+    the content is everything up to the last quote before the closing braces, its escapes
+    read as JSON's, its bare quotes as quotes. One call at most (the content runs to the
+    end of the last object, so two such calls cannot be told apart)."""
+    found = _LOOSE_WRITE.search(text)
+    if found is None:
+        return
+    raw = found["content"]
+    path = _LOOSE_PATH.search(found["rest"])
+    if path is None:  # "path" written after "content": the greedy content swallowed it
+        path = _LOOSE_PATH.search(raw)
+        if path is None:
+            return
+        raw = raw[: path.start()].rstrip().rstrip(",").rstrip().removesuffix('"')
+    try:
+        content = json.loads('"' + _BARE_QUOTE.sub('\\"', raw) + '"', strict=False)
+    except json.JSONDecodeError:
+        content = raw.replace("\\n", "\n").replace('\\"', '"')
+    if isinstance(content, str) and content.strip():
+        yield {"path": path["path"], "content": content}
 
 
 def _from_value(value: Any, names: set[str], depth: int) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -221,3 +221,30 @@ def test_nothing_is_found_without_tools_and_garbage_never_raises():
     assert tool_calls_from_text(HELLO_BARE, []) == []
     for junk in (None, 3, b"{}", ["x"], "\x00" * 100, "<tool_call>" * 1000):
         assert tool_calls_from_text(junk, TOOLS) == []  # type: ignore[arg-type]
+
+
+# RECORDED-like: Qwen2.5-Coder-1.5B writes its write_file call as fenced JSON whose content
+# holds the docstring's bare triple quotes, so the JSON does not parse (docs/real-model-eval.md)
+UNESCAPED_DOCSTRING = (
+    '```json\n{"name": "write_file", "arguments": {"path": "solution.py", "content": '
+    '"def f(x):\\n    """Return x."""\\n    return x\\n"}}\n```'
+)
+
+
+def test_a_write_call_whose_content_has_bare_quotes_is_still_read():
+    (call,) = tool_calls_from_text(UNESCAPED_DOCSTRING, ["write_file", "read_file"])
+    assert call["name"] == "write_file" and call["args"]["path"] == "solution.py"
+    assert call["args"]["content"] == 'def f(x):\n    """Return x."""\n    return x\n'
+
+
+def test_a_loose_write_call_with_its_path_after_the_content_is_read_too():
+    reply = '{"name": "write_file", "arguments": {"content": "x = \\"a\\"\\n""", "path": "a.py"}}'
+    (call,) = tool_calls_from_text(reply, ["write_file"])
+    assert call["args"]["path"] == "a.py" and call["args"]["content"].startswith('x = "a"')
+
+
+def test_a_loose_write_needs_the_write_tool_a_path_and_some_content():
+    assert tool_calls_from_text(UNESCAPED_DOCSTRING, ["read_file"]) == []
+    assert tool_calls_from_text('{"name": "write_file", "content": "x"}}', ["write_file"]) == []
+    no_content = '{"name": "write_file", "arguments": {"path": "a.py", "content": " "}}'
+    assert tool_calls_from_text(no_content, ["write_file"])[0]["args"]["content"] == " "
