@@ -74,6 +74,12 @@ def execute(
         return _stream(graph, payload, thread_id, context, on_update, lease)
 
 
+# durability="sync": each superstep's checkpoint is on disk before the next one starts, so a
+# killed process loses only the steps that were running (LangGraph's default, "async", saves
+# in the background and can lose supersteps that had finished).
+STREAM_OPTIONS: dict[str, Any] = {"stream_mode": "updates", "durability": "sync"}
+
+
 def _stream(
     graph: Graph,
     payload: dict[str, Any] | None,
@@ -84,17 +90,8 @@ def _stream(
 ) -> Result:
     """:func:`execute`'s work, for a caller that already holds the thread's lease."""
     config = thread_config(thread_id)
-    # durability="sync": each superstep's checkpoint is on disk before the next one starts,
-    # so a killed process loses only the steps that were running (LangGraph's default,
-    # "async", saves in the background and can lose supersteps that had finished).
-    stream = graph.stream(
-        payload, config, context=context, stream_mode="updates", durability="sync"
-    )
-    for chunk in stream:
-        lease.check()
-        for node, update in chunk.items():
-            if on_update is not None and isinstance(update, dict):
-                on_update(node, update)
+    for chunk in graph.stream(payload, config, context=context, **STREAM_OPTIONS):
+        _reported(chunk, lease, on_update)
     return result_of(graph, thread_id)
 
 
@@ -108,16 +105,18 @@ async def _astream(
 ) -> Result:
     """:func:`_stream` under ``astream``: the nodes run as coroutines on the caller's loop."""
     config = thread_config(thread_id)
-    stream = graph.astream(
-        payload, config, context=context, stream_mode="updates", durability="sync"
-    )
-    async for chunk in stream:
-        lease.check()
-        for node, update in chunk.items():
-            if on_update is not None and isinstance(update, dict):
-                on_update(node, update)
+    async for chunk in graph.astream(payload, config, context=context, **STREAM_OPTIONS):
+        _reported(chunk, lease, on_update)
     snapshot = await graph.aget_state(config)
     return build_result(snapshot.values, thread_id)
+
+
+def _reported(chunk: Mapping[str, Any], lease: Lease, on_update: OnUpdate | None) -> None:
+    """One superstep's updates, to ``on_update``; a lost lease stops the run here."""
+    lease.check()
+    for node, update in chunk.items():
+        if on_update is not None and isinstance(update, dict):
+            on_update(node, update)
 
 
 def stored_context(graph: Graph, thread_id: str) -> Context | None:
