@@ -220,7 +220,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _healthy(port: int) -> bool:
+def healthy(port: int) -> bool:
+    """Whether the server on ``port`` answers its health check."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
             return bool(r.status == 200)
@@ -269,7 +270,7 @@ def start_server(
         server_params(path, port, n_ctx=n_ctx, n_parallel=n_parallel, threads=threads)
     )
     deadline = time.monotonic() + timeout_s
-    while not _healthy(port):
+    while not healthy(port):
         if time.monotonic() > deadline:
             raise ModelError(f"the server on port {port} did not answer /health in {timeout_s}s")
         time.sleep(0.5)

@@ -35,12 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import local_model
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_MODEL = ROOT / "bench" / "local_model.py"
@@ -88,33 +88,17 @@ def ensure_model(size: str) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
 @contextmanager
 def served(size: str, threads: int, n_ctx: int, log_path: Path) -> Iterator[int]:
     """Serve the model (one slot) in a subprocess until the block exits; yields the port."""
-    port = _free_port()
+    port = local_model.free_port()
     cmd = [sys.executable, str(LOCAL_MODEL), "serve", "--size", size, "--port", str(port)]
     cmd += ["--n-ctx", str(n_ctx), "--n-parallel", "1", "--threads", str(threads)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
         started = time.monotonic()
-        while not _healthy(port):
+        while not local_model.healthy(port):
             if process.poll() is not None or time.monotonic() - started > STARTUP_TIMEOUT_S:
                 tail = log_path.read_text(errors="replace")[-2000:]
                 raise SystemExit(f"the server did not start on port {port}:\n{tail}")

@@ -25,8 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,14 +100,6 @@ def unavailable(size: str = SIZE) -> str | None:
     )
 
 
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return bool(r.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
 @contextmanager
 def served(size: str = SIZE) -> Iterator[RealModel]:
     """Serve the model in a subprocess on a free loopback port until the block exits."""
@@ -130,7 +120,7 @@ def _serve(lm: ModuleType, size: str, path: Path, log_path: Path) -> Iterator[Re
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
-        while not _healthy(port):
+        while not lm.healthy(port):
             if process.poll() is not None or time.monotonic() - start > STARTUP_TIMEOUT_S:
                 tail = log_path.read_text(errors="replace")[-3000:]
                 msg = f"llama.cpp's server did not start on port {port}:\n{tail}"
