@@ -46,6 +46,7 @@ _CONTEXT_FLAGS = {
     "max_parallel": "max_parallel",
     "workload": "workload",
     "planning": "planning",
+    "approve_tools": "interrupt_on",
 }
 
 
@@ -222,6 +223,12 @@ def _mcp(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f'MCP servers ({{"mcpServers": ...}}) whose tools the subagents get (${MCP_ENV})',
     )
+    p.add_argument(
+        "--approve-tools",
+        metavar="NAMES",
+        help="tools whose calls wait for your approval, comma-separated, e.g. "
+        "send_email,run_migration ($DEEPREFLECT_INTERRUPT_ON)",
+    )
 
 
 # ------------------------------------------------------------------ configuration
@@ -393,7 +400,7 @@ def _not_found(thread_id: str, db: str | None) -> Exception:
     return ConfigError(msg)
 
 
-def _answer(args: argparse.Namespace) -> str | dict[str, str] | None:
+def _answer(args: argparse.Namespace) -> Any:
     """The resume value the command line gives: an action, the answer text, or nothing."""
     from agent.errors import ConfigError
 
@@ -404,7 +411,21 @@ def _answer(args: argparse.Namespace) -> str | dict[str, str] | None:
         return {"action": "accept"}
     if args.stop:
         return {"action": "stop"}
-    return args.answer
+    return _decisions_json(args.answer)
+
+
+def _decisions_json(answer: str | None) -> Any:
+    """An answer written as JSON decisions (``{"decisions": [...]}``) for a thread waiting on
+    tool calls, as a value; any other text stays text."""
+    import json
+
+    if answer is None or not answer.lstrip().startswith(("{", "[")):
+        return answer
+    try:
+        value = json.loads(answer)
+    except json.JSONDecodeError:
+        return answer
+    return value if isinstance(value, dict | list) else answer
 
 
 def _cmd_resume(args: argparse.Namespace, console: Console) -> int:

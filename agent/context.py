@@ -123,6 +123,14 @@ class Context:
             "results (for goals whose later steps depend on what earlier ones find)."
         },
     )
+    interrupt_on: str | None = field(
+        default=None,
+        metadata={
+            "description": "Tools whose calls wait for a human's approval before they run, "
+            "comma-separated (e.g. send_email,run_migration); the human approves, edits the "
+            "arguments or rejects. Adds to build_graph(interrupt_on=...)."
+        },
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -155,6 +163,12 @@ class Context:
             DeprecationWarning,
             stacklevel=3,
         )
+
+    def approval_tools(self) -> list[str]:
+        """The tool names of ``interrupt_on`` (none when it is not a string)."""
+        if not isinstance(self.interrupt_on, str):
+            return []
+        return [name.strip() for name in self.interrupt_on.split(",") if name.strip()]
 
     def depth_cap(self) -> int:
         """The reflection depth cap in force: explicit, else by workload, never above 10.

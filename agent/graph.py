@@ -22,6 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
+from agent.approvals import InterruptOn, interrupt_config
 from agent.context import Context
 from agent.errors import is_transient
 from agent.loop import both_ways
@@ -66,6 +67,7 @@ def build_graph(
     tools: Mapping[str, Sequence[Any]] | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY,
     max_tool_turns: int = 12,
+    interrupt_on: InterruptOn | None = None,
     interrupt_after: Sequence[str] = (),
     name: str = "deep_agent",
     state_schema: type[Any] = State,
@@ -86,13 +88,17 @@ def build_graph(
             ``{"researcher": [search], "coder": [run_sql]}``: ``BaseTool``s, ``@tool``
             functions, plain callables, coroutine-only and MCP tools. With
             ``TAVILY_API_KEY`` set the researcher also gets Tavily web search.
+        interrupt_on: tool name to ``True`` or ``{"allowed_decisions": [...],
+            "description": ...}``: calls of those tools wait for a human who approves,
+            edits the arguments or rejects (``agent.approvals``); the thread pauses on
+            every pending call at once. ``Context.interrupt_on`` adds tool names per run.
         retry_policy: how transient model errors are retried (None disables retries).
         state_schema: ``State`` or a subclass adding keys of your own.
         reflection_rules: the rules reflection applies before asking the model, in order.
     """
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
     planner = Planner(roles)
-    subagent = Subagent(roles, max_tool_turns)
+    subagent = Subagent(roles, max_tool_turns, interrupt_config(interrupt_on))
     reflection = Reflection(roles, reflection_rules)
 
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)

@@ -20,18 +20,30 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.pregel._read import ChannelRead
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
 import agent.reflection as rules
 from agent.answers import Answer, parse_answer
+from agent.approvals import (
+    STOP_REASON as APPROVAL_STOP_REASON,
+)
+from agent.approvals import (
+    approval_payload,
+    decided,
+    interrupt_config,
+    pending_requests,
+    read_decisions,
+)
 from agent.budget import budget_of
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
 from agent.errors import ConfigError, ErrorClass, classify, describe
 from agent.events import decision_event, emit, plan_event, step_event
 from agent.final import final_message
+from agent.journal import journal_for
 from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
@@ -39,6 +51,7 @@ from agent.prompts import render
 from agent.result import build_result
 from agent.roles import Roles
 from agent.state import MAX_GOAL_CHARS, SubagentTask
+from agent.tool_calls import CallScope
 from agent.turn import (
     config_failure,
     failed,
@@ -184,10 +197,34 @@ def subagent_task(
 
 def current_files() -> Mapping[str, Any]:
     """The ``files`` channel as the running task sees it ({} outside a run)."""
+    return current_channel("files")
+
+
+def current_channel(name: str) -> Mapping[str, Any]:
+    """A state key as the running task sees it ({} outside a run or when unset)."""
     try:
-        return ChannelRead.do_read(get_config(), select="files") or {}
+        value = ChannelRead.do_read(get_config(), select=name)
     except (RuntimeError, KeyError):
         return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def call_scope(runtime: Runtime[Context], interrupt_on: Mapping[str, Any]) -> CallScope:
+    """Where a subagent's tool calls happen: its thread, turn and plan, the thread's journal
+    (beside its checkpoints, ``agent.journal``) and approvals, and the tools to approve."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:
+        configurable = {}
+    turn = current_channel("turn")
+    return CallScope(
+        thread_id=str(configurable.get("thread_id") or ""),
+        turn=str(turn.get("human_id") or turn.get("started_at") or ""),
+        plan_version=int(current_channel("plan").get("version") or 0),
+        journal=journal_for(configurable.get(CONFIG_KEY_CHECKPOINTER), runtime.store),
+        approvals=current_channel("approvals"),
+        interrupt_on=interrupt_on,
+    )
 
 
 def task_inputs(task: SubagentTask, files: Mapping[str, Any]) -> dict[str, str]:
@@ -198,9 +235,15 @@ def task_inputs(task: SubagentTask, files: Mapping[str, Any]) -> dict[str, str]:
 class Subagent:
     """One step, one subagent: the revise loop, then the files and what it did."""
 
-    def __init__(self, roles: Roles, max_tool_turns: int) -> None:
+    def __init__(
+        self,
+        roles: Roles,
+        max_tool_turns: int,
+        interrupt_on: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.roles = roles
         self.max_tool_turns = max_tool_turns
+        self.interrupt_on = dict(interrupt_on or {})
 
     async def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = as_context(runtime.context)
@@ -225,10 +268,22 @@ class Subagent:
                 timeout_s=state.get("time_allowance_s") or ctx.time_budget_s,
             ),
             max_tool_turns=self.max_tool_turns,
+            scope=call_scope(runtime, self._interrupt_on(ctx)),
+            replay=current_channel("replay").get(step["step_id"]),
         )
         run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)
-        return {"files": run.files, "trajectory": run.trajectory, "usage": usage}
+        update = {"files": run.files, "trajectory": run.trajectory, "usage": usage}
+        if run.approvals:
+            update["approvals"] = run.approvals
+        if run.replay:
+            update["replay"] = run.replay
+        return update
+
+    def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
+        """build_graph's ``interrupt_on`` plus the Context's tool names (all decisions)."""
+        added = interrupt_config({name: True for name in ctx.approval_tools()})
+        return added | self.interrupt_on
 
 
 class Reflection:
@@ -244,6 +299,9 @@ class Reflection:
             return Command(goto="finalize", update=failure)
         s = rules.situation_from_state(state, ctx)
         update: dict[str, Any] = {}
+        if requests := pending_requests(state.get("approvals"), plan_version(state)):
+            # before any rule: a step waits for a human, whatever the others did
+            return command_for(approval_decision(requests), state, ctx, update, situation=s)
         decision = rules.decide_by_rule(s, self.rules)
         if decision is None:
             metered = self.roles.metered("reflection", ctx)
@@ -290,12 +348,35 @@ def command_for(
     update = update | {"decisions": [entry], "reflection_depth": entry["depth"]}
     emit(decision_event(entry))
     if d.decision == "escalate":
-        update |= paused(state, rules.escalation_payload(d, s))
+        payload = rules.escalation_payload(d, s)
+        if d.stop_reason == APPROVAL_STOP_REASON:  # the requests, in LangChain's HITL shape
+            payload |= approval_payload(
+                pending_requests(state.get("approvals"), plan_version(state))
+            )
+        update |= paused(state, payload)
     elif d.decision == "fail":
         update |= {"status": "failed", "stop_reason": d.stop_reason}
     elif d.decision == "replan":
         update["plan_request"] = {"reason": d.reason, "answer": ""}
     return Command(goto=ROUTE[d.decision], update=update)
+
+
+def plan_version(state: StateView) -> int:
+    """The current plan's version (0 before the first plan)."""
+    return int((state.get("plan") or {}).get("version") or 0)
+
+
+def approval_decision(requests: Sequence[Mapping[str, Any]]) -> rules.Decision:
+    """Pause on every pending tool-call request at once (``agent.approvals``)."""
+    payload = approval_payload(requests)
+    return rules.Decision(
+        "escalate",
+        payload["question"],
+        forced=True,
+        counts_depth=False,
+        stop_reason=APPROVAL_STOP_REASON,
+        question=payload["question"],
+    )
 
 
 def invalid_plan(errors: list[str]) -> rules.Decision:
@@ -358,10 +439,29 @@ def escalate(state: StateView) -> Command[EscalateRoute]:
     """Pause with the escalation as the ``interrupt()`` payload (Studio, agent-chat-ui and
     the SDKs show it); resumed, act on the answer. No answer pauses again, no model called."""
     payload = state.get("escalation") or {}
+    if payload.get("kind") == "approval":
+        return _decide_requests(state, payload)
     answer = _usable(interrupt(payload))
     while answer is None:
         answer = _usable(interrupt(payload))
     return Command(goto=ESCALATE_ROUTE[answer.action], update=acted_on(answer, state))
+
+
+def _decide_requests(state: StateView, payload: Mapping[str, Any]) -> Command[EscalateRoute]:
+    """Resumed on pending tool calls: record the decisions and run the waiting steps again
+    (their approved calls run; rejected ones tell the model why). ``{"action": "stop"}``
+    stops the run; anything that decides nothing asks again."""
+    requests = pending_requests(state.get("approvals"), plan_version(state))
+    while True:
+        value = interrupt(dict(payload))
+        stop = _usable(value) if isinstance(value, Mapping) and "action" in value else None
+        if stop is not None and stop.action in ("stop", "accept"):
+            return Command(goto="finalize", update=acted_on(stop, state))
+        decisions = read_decisions(value, requests)
+        if decisions is not None:
+            break
+    update = {"approvals": decided(requests, decisions), "escalation": None, "status": "running"}
+    return Command(goto="planner", update=update | {"stop_reason": None})
 
 
 def _usable(value: Any) -> Answer | None:

@@ -157,12 +157,39 @@ def print_result(console: Console, result: Result) -> None:
     if escalation and status in ("awaiting_input", "budget_exhausted"):
         console.print()
         console.print(line(("question", "bold"), f": {escalation.get('question')}"))
-        for option in escalation.get("suggested_responses") or []:
-            label = option.get("label") if isinstance(option, Mapping) else option
-            console.print(line(f"  - {label}"))
-        console.print()
-        console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
-        console.print(line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)"))
+        if escalation.get("kind") == "approval":
+            _print_requests(console, escalation, thread_id)
+        else:
+            for option in escalation.get("suggested_responses") or []:
+                label = option.get("label") if isinstance(option, Mapping) else option
+                console.print(line(f"  - {label}"))
+            console.print()
+            console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
+            console.print(
+                line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)")
+            )
     for issue in result["open_issues"][:5]:
         evidence = _short(issue.get("evidence", ""))
         console.print(line("  ", ("open", "red"), f" {issue.get('step_id')}: {evidence}"))
+
+
+def _print_requests(console: Console, escalation: Mapping[str, Any], thread_id: str | None) -> None:
+    """The tool calls a thread waits on, and how to decide them (``agent.approvals``)."""
+    import json
+
+    for request in escalation.get("action_requests") or []:
+        args = json.dumps(request.get("args"), ensure_ascii=False)
+        shown = args if len(args) <= 300 else args[:299] + "…"
+        console.print(line(f"  - {request.get('name')}({shown})  step {request.get('step_id')}"))
+        if request.get("idempotency_key"):
+            console.print(
+                line(f"    outcome unknown; idempotency key {request['idempotency_key']}")
+            )
+    console.print()
+    console.print(line(f"approve all: deepreflect resume {thread_id} approve  (or reject)"))
+    console.print(
+        line(
+            f"or decide each: deepreflect resume {thread_id} "
+            """'{"decisions": [{"type": "approve"}, {"type": "reject", "message": "why"}]}'"""
+        )
+    )

@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
 from agent.answers import parse_answer
+from agent.approvals import decisions_problem, pending_requests
 from agent.checkpointers import db_location, list_threads, open_checkpointer
 from agent.context import Context, as_context
 from agent.errors import ConfigError
@@ -243,6 +244,10 @@ def _resume_payload(
     the pending interrupt; nothing continues the thread as it is."""
     if answer is None:
         return None
+    pending = snapshot.values.get("escalation") or {}
+    if pending.get("kind") == "approval":
+        if (decided := _decisions(snapshot, answer)) is not None:
+            return decided
     if isinstance(answer, str):
         return {"messages": [bounded_message(HumanMessage(answer))]}
     parse_answer(answer)  # an unknown action is a clear error before anything runs
@@ -250,6 +255,22 @@ def _resume_payload(
         msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"
         raise ConfigError(msg)
     return Command(resume=dict(answer))
+
+
+def _decisions(snapshot: StateSnapshot, answer: str | Mapping[str, Any] | list[Any]) -> Any:
+    """The resume of a thread waiting on tool calls (``agent.approvals``): decisions go to
+    its interrupt, checked first; "approve" / "reject" decide every call. Other text is a
+    new message (a change of plan); ``{"action": "stop"}`` stops the run (None: neither)."""
+    if isinstance(answer, str):
+        word = answer.strip().lower()
+        return Command(resume=word) if word in ("approve", "reject") else None
+    if isinstance(answer, Mapping) and "action" in answer and "decisions" not in answer:
+        return None  # an escalation action (stop, accept): parse_answer checks it
+    version = (snapshot.values.get("plan") or {}).get("version")
+    requests = pending_requests(snapshot.values.get("approvals"), version)
+    if problem := decisions_problem(answer, requests):
+        raise ConfigError(problem)
+    return Command(resume=answer if isinstance(answer, list) else dict(answer))
 
 
 def _ctx(context: Context | Mapping[str, Any] | None) -> Context:

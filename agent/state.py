@@ -116,6 +116,12 @@ class State(TypedDict, total=False):
     plan_request: dict[str, Any] | None
     """Why the planner is to plan (``reason``) and the human's ``answer``, if any: set by
     whoever sends the thread to the planner for a (new) plan, cleared once it is planned."""
+    approvals: Annotated[dict[str, dict[str, Any]], DeltaChannel(by_path)]
+    """Tool calls waiting for, or decided by, a human (``agent.approvals``), by request id:
+    approvals bound to a call's exact arguments, and calls whose outcome is unknown."""
+    replay: Annotated[dict[str, dict[str, Any]], DeltaChannel(by_path)]
+    """Per step id, the model answers of a step that stopped to wait for a human, given back
+    when it runs again (``agent.replay``); cleared once the step has finished."""
     turn: Annotated[dict[str, Any], DeltaChannel(latest)]
     """Where the current user turn began (time, step, tokens, message) for its budgets."""
     context: Annotated[dict[str, Any], DeltaChannel(latest)]

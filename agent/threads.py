@@ -39,6 +39,8 @@ DELTA_KEYS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], type]] = {
     "file_summaries": (by_path, dict),
     "decisions": (append_all, list),
     "trajectory": (append_all, list),
+    "approvals": (by_path, dict),
+    "replay": (by_path, dict),
     "turn": (latest, dict),
     "context": (latest, dict),
     "result": (latest, dict),

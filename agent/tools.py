@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool, StructuredTool
@@ -26,7 +26,9 @@ __all__ = [
     "MAX_ARG_VALUES",
     "arguments_problem",
     "defuse",
+    "ToolOutcome",
     "execute_tool_call",
+    "run_tool_call",
     "invalid_call_error",
     "summarise_value",
     "tool_name",
@@ -163,39 +165,72 @@ def tool_name(call: Mapping[str, Any]) -> str:
     return _clip(name if isinstance(name, str) else repr(name), MAX_NAME_CHARS) if name else "?"
 
 
+class ToolOutcome(NamedTuple):
+    """What one tool call gave: the text the model sees, whether it succeeded, and the class
+    of the error it raised (``agent.errors``), if it raised one."""
+
+    text: str
+    ok: bool
+    error_class: str | None = None
+
+
 async def execute_tool_call(
     call: Mapping[str, Any], tools: Mapping[str, BaseTool], workspace: Workspace | None = None
 ) -> tuple[str, bool]:
+    """:func:`run_tool_call`'s text and success."""
+    outcome = await run_tool_call(call, tools, workspace)
+    return outcome.text, outcome.ok
+
+
+async def run_tool_call(
+    call: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+    workspace: Workspace | None = None,
+    *,
+    injected: Mapping[str, Any] | None = None,
+) -> ToolOutcome:
     """Run one tool call; errors come back as text for the model, never as an exception.
 
     Tools are awaited (``ainvoke``), so coroutine-only tools (MCP's) work, and sync tools run
     in a worker thread, off the event loop. A tool that declares a ``workspace`` argument
-    gets the step's (``agent.user_tools``), never one the model made up; its result reaches
-    the model as text (an MCP tool's content blocks joined)."""
+    gets the step's (``agent.user_tools``), never one the model made up; ``injected`` adds
+    other hidden arguments (the call's idempotency key). Its result reaches the model as
+    text (an MCP tool's content blocks joined)."""
     name = call.get("name")
     tool = tools.get(name) if isinstance(name, str) else None
     if tool is None:
         shown = _clip(repr(name), MAX_NAME_CHARS + 2)
-        return f"invalid_input: unknown tool {shown}; available: {', '.join(tools)}", False
+        return ToolOutcome(
+            f"invalid_input: unknown tool {shown}; available: {', '.join(tools)}",
+            False,
+            "invalid_input",
+        )
     args = call.get("args")
     if not isinstance(args, Mapping):
-        return f"invalid_input: arguments of {name} must be an object", False
+        return ToolOutcome(
+            f"invalid_input: arguments of {name} must be an object", False, "invalid_input"
+        )
     if problem := arguments_problem(args):
-        return f"invalid_input: the arguments of {name} are refused: {problem}", False
+        return ToolOutcome(
+            f"invalid_input: the arguments of {name} are refused: {problem}", False, "invalid_input"
+        )
     try:
         call_args = inject_workspace(tool, args, workspace) if workspace else dict(args)
+        call_args |= dict(injected or {})
         schema = tool.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             schema.model_validate(call_args)  # langchain skips this for tools without args
-        return output_text(await tool.ainvoke(call_args)), True
+        return ToolOutcome(output_text(await tool.ainvoke(call_args)), True)
     except PathError as exc:
         text = str(exc)
-        prefix = "" if text.startswith("permission_denied") else "invalid_input: "
-        return prefix + text, False
+        if text.startswith("permission_denied"):
+            return ToolOutcome(text, False, "permission_denied")
+        return ToolOutcome("invalid_input: " + text, False, "invalid_input")
     except GraphBubbleUp:
         raise  # LangGraph's control flow (a tool that calls interrupt()), not a tool error
     except Exception as exc:  # a tool error goes back to the model with its class
-        return f"{classify(exc).value}: {describe(exc)}", False
+        error_class = classify(exc).value
+        return ToolOutcome(f"{error_class}: {describe(exc)}", False, error_class)
 
 
 def defuse(call: ToolCall) -> None:

@@ -21,6 +21,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from agent.errors import ConfigError
+from agent.journal import IDEMPOTENCY_KEY_ARG
 from agent.vfs import Workspace
 
 __all__ = [
@@ -28,12 +29,15 @@ __all__ = [
     "WORKSPACE_ARG",
     "as_tool",
     "coerce_tools",
+    "declares_injected",
     "declares_workspace",
     "inject_workspace",
     "output_text",
 ]
 
 WORKSPACE_ARG = "workspace"
+INJECTED = (WORKSPACE_ARG, IDEMPOTENCY_KEY_ARG)
+"""The hidden arguments deepreflect fills in (``agent.journal`` for the key)."""
 """The parameter through which a tool receives the step's ``Workspace``."""
 VFS_TOOL_NAMES = frozenset({"ls", "read_file", "write_file", "edit_file"})
 """The filesystem tools every subagent has (``agent.tools.vfs_tools``); no tool may reuse
@@ -98,11 +102,17 @@ def declares_workspace(tool: BaseTool) -> bool:
     """Whether ``tool`` takes the step's workspace: a ``workspace`` argument hidden from the
     model (``InjectedToolArg``). A model-visible argument of that name (an MCP server's
     Slack workspace, say) is the tool's own business."""
+    return declares_injected(tool, WORKSPACE_ARG)
+
+
+def declares_injected(tool: BaseTool, arg: str) -> bool:
+    """Whether ``tool`` has a parameter ``arg`` hidden from the model (``InjectedToolArg``),
+    which deepreflect fills in: the step's workspace, a call's idempotency key."""
     schema = tool.args_schema
     if isinstance(schema, dict):  # JSON-schema tools (MCP) cannot declare injected arguments
         return False
     fields = _fields(tool.get_input_schema())
-    return WORKSPACE_ARG in fields and WORKSPACE_ARG not in _fields(tool.tool_call_schema)
+    return arg in fields and arg not in _fields(tool.tool_call_schema)
 
 
 def inject_workspace(
@@ -233,12 +243,13 @@ def _check_tool(tool: BaseTool) -> None:
         unknown = [
             arg
             for arg, info in full.items()
-            if arg not in visible and arg != WORKSPACE_ARG and info.is_required()
+            if arg not in visible and arg not in INJECTED and info.is_required()
         ]
         if unknown:
             msg = (
                 f"tool {name!r} needs injected argument(s) {', '.join(map(repr, unknown))}; "
-                f"deepreflect injects only {WORKSPACE_ARG!r} (the step's Workspace)"
+                f"deepreflect injects only {WORKSPACE_ARG!r} (the step's Workspace) and "
+                f"{IDEMPOTENCY_KEY_ARG!r} (the call's idempotency key)"
             )
             raise ConfigError(msg)
         misnamed = [arg for arg, info in visible.items() if _is_workspace(info)]

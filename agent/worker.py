@@ -28,10 +28,11 @@ from agent.events import check_event, emit
 from agent.loop import run_sync
 from agent.models import Metered, merge_usage, with_metadata
 from agent.prompts import render
+from agent.replay import ModelReplay
 from agent.text_tools import tool_calls_from_text
+from agent.tool_calls import AwaitingHuman, CallScope, ToolCaller
 from agent.tools import (
     defuse,
-    execute_tool_call,
     invalid_call_error,
     summarise_value,
     tool_name,
@@ -50,6 +51,11 @@ class StepRun:
     files: dict[str, Any] = field(default_factory=dict)
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    approvals: dict[str, Any] = field(default_factory=dict)
+    """Requests the step stopped on (``agent.approvals``), by id: empty unless it waits."""
+    replay: dict[str, Any] = field(default_factory=dict)
+    """The step's model answers to replay when it runs again after waiting (by step id;
+    ``None`` clears them once it has finished)."""
 
 
 def defect_signature(step_id: str, issues: Sequence[Mapping[str, Any]]) -> str | None:
@@ -78,6 +84,8 @@ class StepWorker:
         extra_tools: list[BaseTool] | None = None,
         loop_config: LoopConfig | None = None,
         max_tool_turns: int = MAX_TOOL_TURNS,
+        scope: CallScope | None = None,
+        replay: Mapping[str, Any] | None = None,
     ) -> None:
         self.step = step
         self.step_id = str(step["step_id"])
@@ -91,7 +99,7 @@ class StepWorker:
             "instructions": step["instructions"],
         }
         # the judge's calls name the step whose artifact they review, beside their own role
-        self.judge = with_metadata(judge, self.metadata) if judge is not None else None
+        self.judge: Any = with_metadata(judge, self.metadata) if judge is not None else None
         self.revision = 0
         self.max_tool_turns = max_tool_turns
         self.loop_config = loop_config or LoopConfig()
@@ -109,6 +117,10 @@ class StepWorker:
         }
         self.tool_outputs: list[str] = []
         """What the step's tools returned, for checks that trace claims to it (citations)."""
+        self.caller = ToolCaller(step, self.tools, self.workspace, scope)
+        self.replay = ModelReplay(step, self.caller.scope.plan_version, replay)
+        if self.judge is not None:
+            self.judge = self.replay.judged(self.judge)
         self.run = StepRun()
 
     # -- trajectory ---------------------------------------------------------------------
@@ -171,8 +183,9 @@ class StepWorker:
         metadata = self.call_metadata()
         tools = list(self.tools.values())
         nudged = False
+        self.caller.new_draft()
         for turn in range(self.max_tool_turns):
-            answer: AIMessage = await self.model.ainvoke(messages, tools, metadata=metadata)
+            answer = await self.replay.answer(messages, self.model.ainvoke, tools, metadata)
             answer, from_text = self._with_text_calls(answer, turn)
             messages.append(answer)
             if not answer.tool_calls and not answer.invalid_tool_calls:
@@ -187,10 +200,18 @@ class StepWorker:
                 nudged = True
                 continue
             for call in answer.tool_calls:
-                observation, ok = await execute_tool_call(call, self.tools, self.workspace)
+                try:
+                    outcome, note = await self.caller.run(call)
+                except AwaitingHuman as waiting:
+                    names = ", ".join(f"{r['tool']} ({r['kind']})" for r in waiting.requests)
+                    self._event("awaiting_human", observation=f"waits for a human on {names}")
+                    raise
+                observation, ok = outcome.text, outcome.ok
                 if ok and self._is_source(call):
                     self.tool_outputs.append(observation)
-                messages.append(self._answer_call(call, observation, ok, from_text=from_text))
+                messages.append(
+                    self._answer_call(call, observation, ok, from_text=from_text, note=note)
+                )
                 defuse(call)
             # Arguments that were not valid JSON: tell the model, which must answer every call
             # it made anyway (OpenAI refuses a conversation with an unanswered tool call).
@@ -230,6 +251,7 @@ class StepWorker:
         ok: bool = False,
         *,
         from_text: bool = False,
+        note: Mapping[str, Any] | None = None,
     ) -> ToolMessage:
         """Record a tool call in the trajectory (a bounded summary of its arguments: the raw
         text of unparsed ones) and build the tool message that answers it."""
@@ -238,6 +260,7 @@ class StepWorker:
         summary = summarise_value(args if args is not None else {})
         params = summary if isinstance(summary, dict) else {"arguments": summary}  # always a dict
         extra = {"parsed_from_text": True} if from_text else {}
+        extra |= dict(note or {})  # idempotency key, reused, approval
         self._event(name, params=params, observation=observation[:200], ok=ok, **extra)
         call_id = call.get("id")
         return ToolMessage(
@@ -290,6 +313,10 @@ class StepWorker:
                 self.critique,
                 config=self.loop_config,
             )
+        except AwaitingHuman as waiting:
+            # stop here, keeping what a re-run needs: the requests and the answers so far
+            self.run.approvals = {r["id"]: r for r in waiting.requests}
+            self.run.replay = {self.step_id: self.replay.record()}
         except Exception as exc:
             error_class = classify(exc)
             if isinstance(exc, GraphBubbleUp) or error_class is ErrorClass.TRANSIENT:
@@ -299,6 +326,8 @@ class StepWorker:
             if result.error is not None:  # the loop stopped on it but kept the best draft
                 self._error_event(result.error)
             self._record(result)
+            if self.replay.given:
+                self.run.replay = {self.step_id: None}
         self.run.usage = merge_usage(self.run.usage, self.model.usage)
         return self.run
 

@@ -64,7 +64,7 @@ def served_config(name: str, folder: Path) -> Path:
             config[key] = {**config[key], field: _absolute(config[key][field])}
     if isinstance(config.get("http"), dict) and isinstance(config["http"].get("app"), str):
         config["http"] = {**config["http"], "app": _absolute(config["http"]["app"])}
-    target = folder / name
+    target = folder / Path(name).name
     target.write_text(json.dumps(config, indent=2))
     return target
 

@@ -40,6 +40,8 @@ SCRIPT = ROOT / "bench" / "local_model.py"
 STARTUP_TIMEOUT_S = 180.0
 # one request at a time on a CPU server; room for a subagent's tool turns
 N_CTX = 8192
+N_PREDICT = 768
+"""Most tokens of one answer: a plan of a few steps fits; a model that loops stops there."""
 # One thread: with a core taken by anything else, llama.cpp's two threads wait on each
 # other and generation collapses (measured on the 2-core machine, one core busy: 2 threads
 # 2.8-14 tokens/s, 1 thread 35 tokens/s; with both cores free 2 threads give 50).
@@ -116,6 +118,7 @@ def _serve(lm: ModuleType, size: str, path: Path, log_path: Path) -> Iterator[Re
     threads = os.environ.get(THREADS_ENV, "1")
     command = [sys.executable, str(SCRIPT), "serve", "--size", size, "--port", str(port)]
     command += ["--n-ctx", str(N_CTX), "--n-parallel", "1", "--threads", threads]
+    command += ["--n-predict", str(N_PREDICT)]  # a looping answer ends, it does not time out
     start = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)

@@ -1,0 +1,260 @@
+"""Tool calls that happen once: what a tool declares about its effects, the idempotency key
+of a call, and the durable journal where a call is recorded before it runs and after.
+
+A subagent's step can run more than once: the graph's RetryPolicy re-runs it after a
+transient model error, a thread resumed after a crash re-runs the step that was in flight,
+an approval or a question re-runs it from its start, and a revision may repeat a call. The
+filesystem tools act on the step's own workspace and simply run again; a tool that acts on
+the world must not. So every call of such a tool gets a key that does not change between
+those runs, and is journaled under it *before* it runs (``started``) and after
+(``done``, with its result). A journaled result is reused; a call that started and has no
+result (the process died, the response timed out) has an unknown outcome and is never
+re-run blindly (``agent.tool_calls``).
+
+The journal is durable where the thread is: a table in the checkpoints' SQLite file (its
+own connection, committed before the tool runs, so a SIGKILL right after loses nothing),
+the LangGraph store the graph runs with (``langgraph dev`` has one), else the process's
+memory (which covers retries, not crashes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.tools import BaseTool
+
+__all__ = [
+    "IDEMPOTENCY_KEY_ARG",
+    "JournalStore",
+    "MemoryJournal",
+    "SqliteJournal",
+    "StoreJournal",
+    "ToolPolicy",
+    "args_digest",
+    "call_key",
+    "declare_tool",
+    "journal_for",
+    "policy_of",
+]
+
+IDEMPOTENCY_KEY_ARG = "idempotency_key"
+"""A tool parameter of this name, annotated ``InjectedToolArg``, receives the call's key."""
+META_KEY = "deepreflect"
+"""``tool.metadata[META_KEY]``: what :func:`declare_tool` declared."""
+TABLE = "deepreflect_tool_journal"
+STORE_NAMESPACE = ("deepreflect", "tool_journal")
+LOCAL_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file"})
+"""The filesystem tools act on the step's own workspace, rebuilt when the step re-runs."""
+
+Receipt = Callable[[str], Any]
+"""``receipt(key)``: the result of the call made with ``key``, or None if it never happened
+(sync or async)."""
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """What a tool's calls may do to the world, and so how a repeated call is treated.
+
+    ``read_only``: no side effect; re-run freely, never journaled (search, reads).
+    ``idempotent``: a repeat with the same key is harmless (the API deduplicates on it);
+    an unknown outcome is re-run with the same key.
+    ``receipt``: asks whether a call with a key happened; an unknown outcome asks it first.
+    Anything else is a side effect whose unknown outcome only a human can settle.
+    """
+
+    read_only: bool = False
+    idempotent: bool = False
+    receipt: Receipt | None = None
+
+    @property
+    def journaled(self) -> bool:
+        return not self.read_only
+
+
+def declare_tool(
+    tool: BaseTool,
+    *,
+    read_only: bool = False,
+    idempotent: bool = False,
+    receipt: Receipt | None = None,
+) -> BaseTool:
+    """Declare what ``tool``'s calls do (see :class:`ToolPolicy`); returns ``tool``.
+
+    Undeclared tools are treated as side-effecting and not idempotent: the safe default."""
+    if read_only and (idempotent or receipt is not None):
+        msg = f"tool {tool.name!r}: a read-only tool needs no idempotency or receipt"
+        raise ValueError(msg)
+    declared = {"read_only": read_only, "idempotent": idempotent, "receipt": receipt}
+    tool.metadata = {**(tool.metadata or {}), META_KEY: declared}
+    return tool
+
+
+def policy_of(tool: BaseTool) -> ToolPolicy:
+    """The tool's declared policy; MCP's ``readOnlyHint`` / ``idempotentHint`` annotations
+    count as declarations (langchain-mcp-adapters puts them in the tool's metadata)."""
+    if tool.name in LOCAL_TOOLS:
+        return ToolPolicy(read_only=True)
+    meta = tool.metadata or {}
+    declared = meta.get(META_KEY)
+    if isinstance(declared, Mapping):
+        receipt = declared.get("receipt")
+        return ToolPolicy(
+            read_only=bool(declared.get("read_only")),
+            idempotent=bool(declared.get("idempotent")),
+            receipt=receipt if callable(receipt) else None,
+        )
+    return ToolPolicy(
+        read_only=meta.get("readOnlyHint") is True,
+        idempotent=meta.get("idempotentHint") is True,
+    )
+
+
+# ---------------------------------------------------------------------------- keys
+
+
+def canonical(value: Any) -> str:
+    """One text per value, whatever the key order the model wrote its arguments in."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def args_digest(name: str, args: Mapping[str, Any]) -> str:
+    """Hash of a tool name and its exact arguments."""
+    return hashlib.sha256(f"{name}\x00{canonical(args)}".encode()).hexdigest()[:32]
+
+
+def call_key(thread_id: str, scope: str, step_id: str, occurrence: int, digest: str) -> str:
+    """The idempotency key of one call: the thread, the user turn (``scope``), the step, how
+    many identical calls (same name and arguments) this draft made before it, and the hash.
+    No attempt, retry or revision number: a re-run or a revision that makes the same call
+    gets the same key."""
+    text = "\x00".join((thread_id, scope, step_id, str(occurrence), digest))
+    return "dr-" + hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+# ---------------------------------------------------------------------------- stores
+
+
+class JournalStore(Protocol):
+    """Where journal entries live: one JSON object per (thread, key). Coroutines, so a
+    LangGraph store is used the async way; SQLite's writes are a few milliseconds and run
+    inline, committed before the call they announce."""
+
+    async def get(self, thread_id: str, key: str) -> dict[str, Any] | None: ...
+
+    async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None: ...
+
+
+class MemoryJournal:
+    """Entries in this process's memory: survives a retry, not a crash."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    async def get(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self._entries.get((thread_id, key))
+            return dict(entry) if entry is not None else None
+
+    async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._entries[(thread_id, key)] = dict(entry)
+
+
+class SqliteJournal:
+    """Entries in a table of the checkpoints' SQLite file, on a connection of its own; each
+    write is committed before :meth:`put` returns."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(
+                self.path, timeout=30, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, "
+                "key TEXT NOT NULL, entry TEXT NOT NULL, updated_at REAL NOT NULL, "
+                "PRIMARY KEY (thread_id, key))"
+            )
+            self._conn = conn
+        return self._conn
+
+    async def get(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    f"SELECT entry FROM {TABLE} WHERE thread_id = ? AND key = ?", (thread_id, key)
+                )
+                .fetchone()
+            )
+        return _loaded(row[0]) if row else None
+
+    async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._connection().execute(
+                f"INSERT OR REPLACE INTO {TABLE} (thread_id, key, entry, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (thread_id, key, json.dumps(dict(entry), default=str), time.time()),
+            )
+
+
+class StoreJournal:
+    """Entries in a LangGraph ``BaseStore`` (the one ``langgraph dev`` gives every graph)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def get(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        item = await self.store.aget((*STORE_NAMESPACE, thread_id), key)
+        return dict(item.value) if item is not None else None
+
+    async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
+        await self.store.aput((*STORE_NAMESPACE, thread_id), key, dict(entry), index=False)
+
+
+def _loaded(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None  # a damaged row reads as no entry: the call's outcome is unknown again
+    return value if isinstance(value, dict) else None
+
+
+_MEMORY: dict[int, MemoryJournal] = {}
+_SQLITE: dict[str, SqliteJournal] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def journal_for(checkpointer: object, store: object | None = None) -> JournalStore:
+    """The journal of the threads ``checkpointer`` keeps (see the module docstring)."""
+    from agent.lease import LEASE_FILE_ATTR, sqlite_file
+
+    path = getattr(checkpointer, LEASE_FILE_ATTR, None)
+    conn = getattr(checkpointer, "conn", None)
+    if not (isinstance(path, str) and path) and isinstance(conn, sqlite3.Connection):
+        lock = getattr(checkpointer, "lock", None)
+        if lock is not None:
+            with lock:
+                path = sqlite_file(conn)
+        else:
+            path = sqlite_file(conn)
+    with _REGISTRY_LOCK:
+        if isinstance(path, str) and path:
+            real = os.path.realpath(path)
+            return _SQLITE.setdefault(real, SqliteJournal(real))
+        if store is not None and hasattr(store, "aput") and hasattr(store, "aget"):
+            return StoreJournal(store)
+        return _MEMORY.setdefault(id(checkpointer), MemoryJournal())

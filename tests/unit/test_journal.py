@@ -1,0 +1,120 @@
+"""agent.journal: tool policies, keys and the stores."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Annotated
+
+import pytest
+from langchain_core.tools import InjectedToolArg, tool
+
+from agent.journal import (
+    MemoryJournal,
+    SqliteJournal,
+    ToolPolicy,
+    args_digest,
+    call_key,
+    declare_tool,
+    journal_for,
+    policy_of,
+)
+from agent.tool_calls import takes_idempotency_key
+
+
+@tool
+def send(to: str) -> str:
+    """Send."""
+    return to
+
+
+@tool
+def keyed(to: str, idempotency_key: Annotated[str, InjectedToolArg]) -> str:
+    """Send once per key."""
+    return to
+
+
+def test_undeclared_tools_are_side_effects_and_the_filesystem_tools_are_local():
+    assert policy_of(send) == ToolPolicy()
+    assert policy_of(send).journaled
+    from agent.tools import vfs_tools
+    from agent.vfs import Workspace
+
+    assert all(not policy_of(t).journaled for t in vfs_tools(Workspace({}, writable=["a"])))
+
+
+def test_declarations_and_mcp_annotations_set_the_policy():
+    def receipt(key):
+        return None
+
+    assert policy_of(declare_tool(keyed, idempotent=True, receipt=receipt)) == ToolPolicy(
+        idempotent=True, receipt=receipt
+    )
+    annotated = send.model_copy(update={"metadata": {"readOnlyHint": True}})
+    assert policy_of(annotated).read_only
+    assert policy_of(send.model_copy(update={"metadata": {"idempotentHint": True}})).idempotent
+    with pytest.raises(ValueError):
+        declare_tool(send.model_copy(), read_only=True, idempotent=True)
+
+
+def test_only_a_hidden_idempotency_key_parameter_receives_the_key():
+    assert takes_idempotency_key(keyed)
+    assert not takes_idempotency_key(send)
+
+    @tool
+    def visible(idempotency_key: str) -> str:
+        """The model sees this one."""
+        return idempotency_key
+
+    assert not takes_idempotency_key(visible)
+
+
+def test_keys_ignore_argument_order_and_differ_by_thread_turn_step_and_position():
+    digest = args_digest("send", {"a": 1, "b": [1, 2]})
+    assert digest == args_digest("send", {"b": [1, 2], "a": 1})
+    assert digest != args_digest("send", {"a": 1, "b": [2, 1]})
+    assert digest != args_digest("other", {"a": 1, "b": [1, 2]})
+    key = call_key("t", "turn", "S1", 0, digest)
+    variants = [
+        ("u", "turn", "S1", 0),
+        ("t", "turn2", "S1", 0),
+        ("t", "turn", "S2", 0),
+        ("t", "turn", "S1", 1),
+    ]
+    assert all(call_key(*v, digest) != key for v in variants)
+    assert key == call_key("t", "turn", "S1", 0, digest)
+
+
+def test_the_sqlite_journal_is_durable_across_connections(tmp_path):
+    path = str(tmp_path / "threads.sqlite")
+    first = SqliteJournal(path)
+    asyncio.run(first.put("t", "k", {"status": "started"}))
+    second = SqliteJournal(path)
+    assert asyncio.run(second.get("t", "k")) == {"status": "started"}
+    assert asyncio.run(second.get("other", "k")) is None
+
+
+def test_a_damaged_row_reads_as_no_entry(tmp_path):
+    path = str(tmp_path / "threads.sqlite")
+    journal = SqliteJournal(path)
+    asyncio.run(journal.put("t", "k", {"status": "done"}))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE deepreflect_tool_journal SET entry = 'not json'")
+    conn.commit()
+    assert asyncio.run(SqliteJournal(path).get("t", "k")) is None
+
+
+def test_journal_for_finds_the_sqlite_file_else_the_store_else_memory(tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.memory import InMemoryStore
+
+    conn = sqlite3.connect(str(tmp_path / "a.sqlite"), check_same_thread=False)
+    assert isinstance(journal_for(SqliteSaver(conn)), SqliteJournal)
+    memory = InMemorySaver()
+    assert isinstance(journal_for(memory), MemoryJournal)
+    assert journal_for(memory) is journal_for(memory)  # one per checkpointer
+    store = InMemoryStore()
+    journal = journal_for(memory, store)
+    asyncio.run(journal.put("t", "k", {"status": "done"}))
+    assert asyncio.run(journal.get("t", "k")) == {"status": "done"}
