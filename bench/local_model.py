@@ -230,9 +230,17 @@ def healthy(port: int) -> bool:
 
 
 def server_params(
-    path: Path, port: int, *, n_ctx: int = 4096, n_parallel: int = 1, threads: int | None = None
+    path: Path,
+    port: int,
+    *,
+    n_ctx: int = 4096,
+    n_parallel: int = 1,
+    threads: int | None = None,
+    n_predict: int = -1,
 ) -> Any:
-    """``xllamacpp.CommonParams`` for serving ``path`` on 127.0.0.1:``port``."""
+    """``xllamacpp.CommonParams`` for serving ``path`` on 127.0.0.1:``port``; ``n_predict``
+    caps the tokens of every answer (-1: none), so a small model that loops ends its answer
+    instead of generating until the client times out."""
     import xllamacpp  # type: ignore[import-not-found]
 
     params = xllamacpp.CommonParams()
@@ -243,6 +251,7 @@ def server_params(
     params.n_parallel = n_parallel
     params.use_jinja = True  # the model's chat template renders tools and tool calls
     params.cpuparams.n_threads = threads or max(1, os.cpu_count() or 1)
+    params.n_predict = n_predict
     return params
 
 
@@ -253,6 +262,7 @@ def start_server(
     n_ctx: int = 4096,
     n_parallel: int = 1,
     threads: int | None = None,
+    n_predict: int = -1,
     timeout_s: float = 180.0,
 ) -> tuple[Any, int]:
     """Start xllamacpp's server in this process on a loopback port; returns (server, port)
@@ -267,7 +277,9 @@ def start_server(
         )
     port = port or free_port()
     server = xllamacpp.Server(
-        server_params(path, port, n_ctx=n_ctx, n_parallel=n_parallel, threads=threads)
+        server_params(
+            path, port, n_ctx=n_ctx, n_parallel=n_parallel, threads=threads, n_predict=n_predict
+        )
     )
     deadline = time.monotonic() + timeout_s
     while not healthy(port):
@@ -288,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--n-ctx", type=int, default=4096)
     p_serve.add_argument("--n-parallel", type=int, default=1)
     p_serve.add_argument(
+        "--n-predict", type=int, default=-1, help="most tokens of one answer (-1: no cap)"
+    )
+    p_serve.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -307,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             n_ctx=args.n_ctx,
             n_parallel=args.n_parallel,
             threads=args.threads,
+            n_predict=args.n_predict,
         )
         m = spec(args.size)
         print(
