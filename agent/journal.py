@@ -12,7 +12,8 @@ result (the process died, the response timed out) has an unknown outcome and is 
 re-run blindly (``agent.tool_calls``).
 
 The journal is durable where the thread is: a table in the checkpoints' SQLite file (its
-own connection, committed before the tool runs, so a SIGKILL right after loses nothing),
+own connection, committed before the tool runs, so a SIGKILL right after loses nothing) or
+PostgreSQL database (the saver's connection),
 the LangGraph store the graph runs with (``langgraph dev`` has one), else the process's
 memory (which covers retries, not crashes).
 """
@@ -25,6 +26,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,6 +37,7 @@ __all__ = [
     "IDEMPOTENCY_KEY_ARG",
     "JournalStore",
     "MemoryJournal",
+    "PostgresJournal",
     "SqliteJournal",
     "StoreJournal",
     "ToolPolicy",
@@ -225,6 +228,101 @@ class StoreJournal:
         await self.store.aput((*STORE_NAMESPACE, thread_id), key, dict(entry), index=False)
 
 
+class PostgresJournal:
+    """Entries in a table of the checkpoints' PostgreSQL database, through the saver's own
+    connection (or its pool), sync (``PostgresSaver``, in a worker thread) or async
+    (``AsyncPostgresSaver``): PostgreSQL's connection slots are scarce under load."""
+
+    GET = f"SELECT entry FROM {TABLE} WHERE thread_id = %s AND key = %s"
+    PUT = (
+        f"INSERT INTO {TABLE} (thread_id, key, entry, updated_at) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (thread_id, key) DO UPDATE SET entry = EXCLUDED.entry, "
+        "updated_at = EXCLUDED.updated_at"
+    )
+    CREATE = (
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "entry TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (thread_id, key))"
+    )
+
+    def __init__(self, saver: Any, *, is_async: bool) -> None:
+        self.saver = saver
+        self.is_async = is_async
+        self._ready = False
+
+    async def get(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        row = await self._execute(self.GET, (thread_id, key))
+        if row is None:
+            return None
+        return _loaded(row["entry"] if isinstance(row, Mapping) else row[0])
+
+    async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
+        text = json.dumps(dict(entry), default=str)
+        await self._execute(self.PUT, (thread_id, key, text, time.time()))
+
+    async def _execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+        if self.is_async:
+            return await self._async_execute(sql, params)
+        import asyncio
+
+        return await asyncio.to_thread(self._sync_execute, sql, params)
+
+    def _sync_execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+        from psycopg import Connection
+
+        conn = self.saver.conn
+        if isinstance(conn, Connection):
+            with self.saver.lock:
+                return self._run(conn, sql, params)
+        with conn.connection() as pooled:
+            return self._run(pooled, sql, params)
+
+    def _run(self, conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        with conn.cursor() as cur:
+            if not self._ready:
+                cur.execute(self.CREATE)
+                self._ready = True
+            cur.execute(sql, params)
+            row = cur.fetchone() if cur.description else None
+        if not conn.autocommit:
+            conn.commit()
+        return row
+
+    async def _async_execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+        from psycopg import AsyncConnection
+
+        conn = self.saver.conn
+        if isinstance(conn, AsyncConnection):
+            async with self.saver.lock:
+                return await self._arun(conn, sql, params)
+        async with conn.connection() as pooled:
+            return await self._arun(pooled, sql, params)
+
+    async def _arun(self, conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
+        async with conn.cursor() as cur:
+            if not self._ready:
+                await cur.execute(self.CREATE)
+                self._ready = True
+            await cur.execute(sql, params)
+            row = await cur.fetchone() if cur.description else None
+        if not conn.autocommit:
+            await conn.commit()
+        return row
+
+
+def _postgres_kind(checkpointer: object) -> bool | None:
+    """True for an ``AsyncPostgresSaver``, False for a ``PostgresSaver``, else None."""
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError:
+        return None
+    if isinstance(checkpointer, AsyncPostgresSaver):
+        return True
+    if isinstance(checkpointer, PostgresSaver):
+        return False
+    return None
+
+
 def _loaded(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
@@ -233,8 +331,9 @@ def _loaded(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_MEMORY: dict[int, MemoryJournal] = {}
 _SQLITE: dict[str, SqliteJournal] = {}
+_BY_SAVER: weakref.WeakKeyDictionary[Any, JournalStore] = weakref.WeakKeyDictionary()
+_FALLBACK: dict[int, JournalStore] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -251,10 +350,25 @@ def journal_for(checkpointer: object, store: object | None = None) -> JournalSto
                 path = sqlite_file(conn)
         else:
             path = sqlite_file(conn)
+    postgres = _postgres_kind(checkpointer)
     with _REGISTRY_LOCK:
         if isinstance(path, str) and path:
             real = os.path.realpath(path)
             return _SQLITE.setdefault(real, SqliteJournal(real))
-        if store is not None and hasattr(store, "aput") and hasattr(store, "aget"):
-            return StoreJournal(store)
-        return _MEMORY.setdefault(id(checkpointer), MemoryJournal())
+        if store is None and postgres is None:
+            return _attached(checkpointer, MemoryJournal)
+        if postgres is not None:
+            return _attached(checkpointer, lambda: PostgresJournal(checkpointer, is_async=postgres))
+        return StoreJournal(store)
+
+
+def _attached(checkpointer: object, make: Callable[[], JournalStore]) -> JournalStore:
+    """The journal kept with ``checkpointer`` (made on first use): one per saver, gone with
+    it, so a new saver never sees a dead one's entries."""
+    try:
+        found = _BY_SAVER.get(checkpointer)
+    except TypeError:  # not weak-referenceable (None: no checkpointer at all)
+        return _FALLBACK.setdefault(id(checkpointer), make())
+    if found is None:
+        found = _BY_SAVER[checkpointer] = make()
+    return found

@@ -3,7 +3,8 @@
 Used by tests/integration/test_side_effects.py. The "outbox" is a file, one line per email
 actually sent, so a count survives the process that sent it (the SIGKILL tests).
 
-    python -m tests.side_effects DB OUTBOX MODE   # MODE: after_call | in_call
+    python -m tests.side_effects DB OUTBOX MODE [THREAD]
+    # DB: a SQLite file or a postgresql:// URL; MODE: after_call | in_call
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +19,8 @@ from typing import Annotated, Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, StructuredTool, tool
-from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agent import ScriptedChatModel, build_graph
+from agent import ScriptedChatModel, build_graph, open_checkpointer
 from agent.journal import declare_tool
 from agent.models import tool_call
 from agent.runner import run
@@ -140,7 +139,7 @@ def _kill() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def main(db: str, outbox_path: str, mode: str) -> None:
+def main(db: str, outbox_path: str, mode: str, thread_id: str = "crash") -> None:
     """Run the plan on SQLite and die: right after the email was sent and answered
     (``after_call``: the next model call kills the process) or inside the call, before it
     answered (``in_call``)."""
@@ -151,12 +150,10 @@ def main(db: str, outbox_path: str, mode: str) -> None:
     else:
         tools = [email_tool(outbox)]
         subagent = emailer(after=lambda answered: _kill() if answered == 1 else None)
-    conn = sqlite3.connect(db, check_same_thread=False)
-    graph = build_graph(
-        models=roles_for(subagent), checkpointer=SqliteSaver(conn), tools={"coder": tools}
-    )
-    run(graph, "send the email and report", thread_id="crash", context=ctx())
+    with open_checkpointer(db) as saver:  # a SQLite file or a postgresql:// URL
+        graph = build_graph(models=roles_for(subagent), checkpointer=saver, tools={"coder": tools})
+        run(graph, "send the email and report", thread_id=thread_id, context=ctx())
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

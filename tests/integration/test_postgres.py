@@ -67,3 +67,28 @@ def test_an_unreachable_server_is_a_usage_error_without_the_password(capsys, mon
     err = capsys.readouterr().err
     assert "cannot use PostgreSQL at postgresql://bob:***@127.0.0.1:1/deepreflect" in err
     assert "s3cret" not in err
+
+
+@pytest.mark.parametrize("mode", ["after_call", "in_call"])
+def test_a_side_effect_is_journaled_in_postgres_across_a_crash(postgres_url, tmp_path, mode):
+    """The tool journal lives in the server too (agent.journal.PostgresJournal): killed after
+    the call, the resume reuses its result; killed inside it, the resume asks, with the key."""
+    from agent import resume
+    from tests.integration.test_side_effects import crash
+    from tests.side_effects import email_tool, emailer, roles_for
+
+    thread = f"crash-{mode}-{tmp_path.name}"
+    outbox = crash(postgres_url, tmp_path / "outbox", mode, thread)
+    with open_checkpointer(postgres_url) as saver:
+        graph = build_graph(
+            models=roles_for(emailer()), checkpointer=saver, tools={"coder": [email_tool(outbox)]}
+        )
+        result = resume(graph, thread, None, context=Context(model="scripted:happy"))
+        if mode == "after_call":
+            assert result["status"] == "success"
+        else:
+            request = result["escalation"]["action_requests"][0]
+            assert result["status"] == "awaiting_input"
+            assert request["kind"] == "unknown_outcome"
+            assert request["idempotency_key"].startswith("dr-")
+    assert len(outbox.sent()) == 1

@@ -227,10 +227,10 @@ def test_a_receipt_lookup_settles_an_unknown_outcome_without_a_second_call(tmp_p
 # ------------------------------------------------------------------ crashes
 
 
-def _crashed_run(tmp_path, mode):
-    db, outbox_path = tmp_path / "threads.sqlite", tmp_path / "outbox"
+def crash(db: str, outbox_path, mode: str, thread_id: str = "crash") -> Outbox:
+    """Run tests/side_effects.py's plan in a process that dies (``mode``); the outbox."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.side_effects", str(db), str(outbox_path), mode],
+        [sys.executable, "-m", "tests.side_effects", db, str(outbox_path), mode, thread_id],
         env={**os.environ, "PYTHONPATH": ROOT},
         cwd=ROOT,
         capture_output=True,
@@ -239,6 +239,12 @@ def _crashed_run(tmp_path, mode):
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     outbox = Outbox(outbox_path)
     assert len(outbox.sent()) == 1
+    return outbox
+
+
+def _crashed_run(tmp_path, mode):
+    db = tmp_path / "threads.sqlite"
+    outbox = crash(str(db), tmp_path / "outbox", mode)
     graph = build_graph(
         models=roles_for(emailer()),
         checkpointer=SqliteSaver(sqlite3.connect(str(db), check_same_thread=False)),
