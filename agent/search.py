@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from agent.errors import ConfigError
+from agent.journal import declare_tool
 
 __all__ = [
     "SEARCH_MAX_RESULTS",
@@ -60,7 +61,8 @@ def search_tools() -> list[BaseTool]:
             f"{TAVILY_KEY_ENV} to run without web search"
         )
         raise ConfigError(msg) from exc
-    return [_web_search_class(TavilySearch)(max_results=SEARCH_MAX_RESULTS)]
+    web = _web_search_class(TavilySearch)(max_results=SEARCH_MAX_RESULTS)
+    return [declare_tool(web, read_only=True)]  # a search changes nothing: re-run freely
 
 
 def default_role_tools() -> dict[str, list[BaseTool]]:
@@ -156,7 +158,7 @@ def local_search_tool(
             blocks.append(f"[{n}] {url}\n{body}")
         return "\n\n".join(blocks)
 
-    return StructuredTool.from_function(
+    tool = StructuredTool.from_function(
         func=search,
         name=name,
         description=(
@@ -165,6 +167,7 @@ def local_search_tool(
         ),
         args_schema=_SearchArgs,
     )
+    return declare_tool(tool, read_only=True)
 
 
 def _words(text: str) -> set[str]:

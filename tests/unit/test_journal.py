@@ -118,3 +118,9 @@ def test_journal_for_finds_the_sqlite_file_else_the_store_else_memory(tmp_path):
     journal = journal_for(memory, store)
     asyncio.run(journal.put("t", "k", {"status": "done"}))
     assert asyncio.run(journal.get("t", "k")) == {"status": "done"}
+
+
+def test_the_built_in_search_tools_are_read_only():
+    from agent.search import local_search_tool
+
+    assert policy_of(local_search_tool({"https://a.example/x": "text"})).read_only
