@@ -72,6 +72,15 @@ def stored_bytes(conn: sqlite3.Connection) -> int:
     return int(checkpoints + writes)
 
 
+def sqlite_sizes(conn: sqlite3.Connection, path: Path) -> dict[str, int]:
+    """What a run left in a SQLite file: the WAL before SQLite checkpoints it, the blobs
+    LangGraph wrote, and the main file after ``PRAGMA wal_checkpoint(TRUNCATE)``."""
+    wal = Path(f"{path}-wal")
+    measured = {"wal": wal.stat().st_size if wal.exists() else 0, "blobs": stored_bytes(conn)}
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {"file": path.stat().st_size, **measured}
+
+
 CONTEXT = Context(model="scripted:happy", token_budget=10**9, max_steps=10_000)
 
 

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
-from common import CONTEXT, END, chain, report, roles, stored_bytes
+from common import CONTEXT, END, chain, report, roles, sqlite_sizes
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import build_graph, run
@@ -61,11 +61,7 @@ def sqlite_run(n: int, size: int, state_schema: type = State) -> dict[str, int]:
     )
     result = run(graph, "write the parts", context=CTX, thread_id="bench")
     assert result["status"] == "success", result["stop_reason"]
-    wal = Path(f"{path}-wal")
-    wal_bytes = wal.stat().st_size if wal.exists() else 0
-    blobs = stored_bytes(conn)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    sizes = {"file": path.stat().st_size, "wal": wal_bytes, "blobs": blobs}
+    sizes = sqlite_sizes(conn, path)
     conn.close()
     return sizes
 
