@@ -185,7 +185,12 @@ class Context:
     def validate(self) -> list[str]:
         """Configuration errors a caller should see before any model is called, each naming
         its field. Types first (Studio, the SDK and ``Context(**dict)`` pass values through
-        unchecked), then ranges, only for the fields whose type is right."""
+        unchecked), then ranges, only for the fields whose type is right.
+
+        Every node of every round asks, so values found valid once are remembered."""
+        values = _values_key(self)
+        if values is not None and values in _VALID:
+            return []
         errors: list[tuple[str, str]] = []
         typed: set[str] = set()
         for name, hint in _field_types().items():
@@ -195,6 +200,8 @@ class Context:
             else:
                 errors.append((name, f"{name} must be {problem}"))
         errors += self._range_errors(typed)
+        if not errors and values is not None and len(_VALID) < _VALID_MAX:
+            _VALID.add(values)
         return [message + self._source(name) for name, message in errors]
 
     def _source(self, name: str) -> str:
@@ -230,6 +237,22 @@ class Context:
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
             errors.append(("structured_output", msg))
         return errors
+
+
+_VALID: set[tuple[Any, ...]] = set()
+"""Field values (with their types) already found valid; bounded by ``_VALID_MAX``."""
+_VALID_MAX = 1024
+
+
+def _values_key(ctx: Context) -> tuple[Any, ...] | None:
+    """The Context's values with their types (``1`` and ``True`` differ), or None when one
+    cannot be hashed (a value of the wrong type, which ``validate`` reports)."""
+    key = tuple((type(value), value) for value in (getattr(ctx, f.name) for f in fields(ctx)))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")

@@ -108,11 +108,14 @@ class ToolCaller:
         if tool is None or not isinstance(args, Mapping):
             return await run_tool_call(call, self.tools, self.workspace), {}
         policy = policy_of(tool)
+        approve = tool.name in self.scope.interrupt_on
+        if not (approve or policy.journaled):  # the filesystem and read-only tools
+            return await self._invoke(tool, args, None), {}
         digest = args_digest(tool.name, args)
         occurrence = self.seen[digest]
         self.seen[digest] += 1
         note: dict[str, Any] = {}
-        if tool.name in self.scope.interrupt_on:
+        if approve:
             decision, aid = self._decision(tool.name, args, occurrence)
             note["approval"] = aid
             if decision["type"] == "reject":
