@@ -48,7 +48,6 @@ LOCAL_MODEL = ROOT / "bench" / "local_model.py"
 PUBLISHED_PASS_AT_1 = {"0.5b": 0.616, "1.5b": 0.707}
 SERVED_NAME = {"0.5b": "qwen2.5-coder-0.5b", "1.5b": "qwen2.5-coder-1.5b"}
 STARTUP_TIMEOUT_S = 180.0
-FIXED_CLI = "--as-fixed-cli"  # internal: run the deepreflect CLI with fixed_cli's fix
 _TOKENS_PER_S = re.compile(
     r"(prompt eval|\beval) time =\s*([\d.]+) ms /\s*(\d+) tokens", re.IGNORECASE
 )
@@ -70,11 +69,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (see above)")
     parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument(
-        "--unpatched",
-        action="store_true",
-        help="run the installed deepreflect as is (see fixed_cli: its revisions fail)",
-    )
     parser.add_argument("--out", type=Path, default=None, help="keep reports and logs here")
     return parser.parse_args(argv)
 
@@ -114,14 +108,11 @@ def served(size: str, threads: int, n_ctx: int, log_path: Path) -> Iterator[int]
 
 
 def eval_command(args: argparse.Namespace, critic: bool) -> list[str]:
-    """The ``deepreflect eval`` command line of one pass (through ``FIXED_CLI`` unless
-    ``--unpatched``)."""
+    """The ``deepreflect eval`` command line of one pass."""
     exe = shutil.which("deepreflect") or str(Path(sys.executable).with_name("deepreflect"))
-    if not args.unpatched:
-        exe = f"{sys.executable} {Path(__file__).resolve()} {FIXED_CLI}"
     model = f"openai:{SERVED_NAME[args.size]}"
     cmd = [
-        *exe.split(" "),
+        exe,
         "eval",
         "--dataset",
         "humaneval",
@@ -215,73 +206,8 @@ def print_table(passes: Mapping[str, Mapping[str, Any]], size: str) -> None:
         print(f"| {label} | " + " | ".join(table[n].get(label, "-") for n in names) + " |")
 
 
-_WRITE_AS_TEXT = re.compile(
-    r'"name"\s*:\s*"write_file".*?"path"\s*:\s*"(?P<path>[^"]+)"\s*,\s*'
-    r'"content"\s*:\s*"(?P<content>.*)"\s*\}\s*\}',
-    re.S,
-)
-
-
-def write_call_from_text(text: str) -> dict[str, str] | None:
-    """The arguments of a ``write_file`` call written as text whose ``content`` is not valid
-    JSON: Qwen2.5-Coder writes a Python docstring's ``\"\"\"`` inside the JSON string
-    unescaped, so no JSON parser (and so not ``tool_calls_from_text``) reads it. The content
-    runs from ``"content": "`` to the last ``"`` before the closing braces; its escapes
-    (``\\n``) are decoded after escaping the bare quotes."""
-    match = _WRITE_AS_TEXT.search(text)
-    if match is None:
-        return None
-    raw = re.sub(r'(?<!\\)"', r'\\"', match.group("content"))
-    try:
-        content = json.loads(f'"{raw}"')
-    except ValueError:
-        return None
-    return {"path": match.group("path"), "content": content}
-
-
-def fixed_cli(argv: list[str]) -> int:
-    """``deepreflect`` with two fixes to the eval's drafting, applied in this process.
-
-    1. Text tool calls with a docstring inside: see ``write_call_from_text``. Without it
-       every HumanEval draft is empty (the model's only replies are such calls).
-    2. One event loop. As committed (1958e1e), every revision fails with
-       ``RuntimeError: Event loop is closed``: ``revise_loop`` runs ``arevise_loop`` on the
-       background loop and calls the sync ``_Trial.generate``, whose
-       ``StepWorker.generate`` -> ``run_sync`` finds a running loop and so runs each draft
-       under ``asyncio.run`` on a new loop in a new thread; the model's async HTTP client
-       keeps its pooled connection from the first draft's loop, closed by then. Handing
-       the loop the coroutine (``agenerate``), which it awaits (``maybe_await``),
-       keeps every draft on one loop.
-
-    Both fixes belong in the product (agent/text_tools.py, agent/eval/reflection.py)."""
-    from agent import worker
-    from agent.eval import reflection
-
-    parse = worker.tool_calls_from_text
-
-    def tool_calls_from_text(text: str, names: Any, *, id_prefix: str = "text-call") -> Any:
-        calls = parse(text, names, id_prefix=id_prefix)
-        args = None if calls or "write_file" not in names else write_call_from_text(text)
-        if args is None:
-            return calls
-        return [{"name": "write_file", "args": args, "id": f"{id_prefix}-1", "type": "tool_call"}]
-
-    worker.tool_calls_from_text = tool_calls_from_text
-
-    def generate(self: Any, _task: str, feedback: Any) -> Any:
-        return self.worker.agenerate(self.task.prompt, feedback)
-
-    reflection._Trial.generate = generate  # type: ignore[method-assign]
-    from agent.cli import main as cli_main
-
-    return cli_main(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == [FIXED_CLI]:
-        return fixed_cli(argv[1:])
-    args = parse_args(argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="deepreflect-real-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     path = ensure_model(args.size)
