@@ -15,6 +15,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -95,6 +96,24 @@ def _answer(item: Any, messages: list[BaseMessage], metadata: dict[str, Any]) ->
 
 
 def _takes_metadata(fn: Callable[..., Any]) -> bool:
+    """Whether a responder takes ``(messages, metadata)`` rather than ``(messages)``;
+    remembered per responder (asked on every call, and ``inspect.signature`` is slow)."""
+    try:
+        return _TAKES_METADATA[fn]
+    except (KeyError, TypeError):  # not seen yet, or not weak-referenceable
+        pass
+    takes = _signature_takes_metadata(fn)
+    try:
+        _TAKES_METADATA[fn] = takes
+    except TypeError:
+        pass
+    return takes
+
+
+_TAKES_METADATA: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _signature_takes_metadata(fn: Callable[..., Any]) -> bool:
     try:
         inspect.signature(fn).bind([], {})
     except TypeError:
