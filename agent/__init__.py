@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agent.context import Context
     from agent.export import artifacts
     from agent.graph import build_graph
+    from agent.journal import declare_tool
     from agent.lease import ThreadBusy
     from agent.models import ScriptedChatModel
     from agent.result import Result
@@ -30,6 +31,7 @@ _EXPORTS = {
     "SubAgent": "agent.subagents",
     "ThreadBusy": "agent.lease",
     "build_graph": "agent.graph",
+    "declare_tool": "agent.journal",
     "open_checkpointer": "agent.checkpointers",
     "aresume": "agent.runner",
     "arun": "agent.runner",
@@ -45,6 +47,7 @@ __all__ = [
     "SubAgent",
     "ThreadBusy",
     "build_graph",
+    "declare_tool",
     "open_checkpointer",
     "aresume",
     "arun",
