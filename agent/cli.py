@@ -157,6 +157,13 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--workers", type=int, help="tasks at once")
     ev.add_argument("--seed", type=int, default=0, help="seed of the mutation sites")
     ev.add_argument("--timeout", type=float, default=3.0, help="seeded-errors check timeout")
+    ev.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature of the models (default 0: greedy, as published pass@1 is "
+        "measured; a local server's own default is often 0.8)",
+    )
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -693,6 +700,7 @@ def _cmd_eval(args: argparse.Namespace, console: Console) -> int:
             **options,
             seeded_errors=args.seeded_errors,
             timeout_s=args.timeout,
+            temperature=args.temperature,
             progress=progress,
         )
     if args.json:

@@ -120,6 +120,44 @@ def _loose_writes(text: str) -> Iterator[dict[str, Any]]:
         yield {"path": path["path"], "content": content}
 
 
+_FENCED = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*\r?\n(.*?)\r?\n?```", re.S)
+_LANGUAGES = {
+    ".py": {"python", "py", "python3"},
+    ".md": {"markdown", "md"},
+    ".json": {"json"},
+    ".sql": {"sql"},
+    ".js": {"javascript", "js"},
+    ".ts": {"typescript", "ts"},
+    ".sh": {"bash", "sh", "shell"},
+    ".yaml": {"yaml", "yml"},
+    ".yml": {"yaml", "yml"},
+    ".toml": {"toml"},
+    ".html": {"html"},
+    ".csv": {"csv"},
+    ".txt": {"text", "txt"},
+}
+
+
+def fenced_file(text: str, path: str) -> str | None:
+    """The content of ``path`` when a reply that made no tool call holds it as the one code
+    fence of the file's language (or an untagged one): small models asked to write a file
+    through a tool often answer with the file in a fence instead, where code is not escaped
+    into a JSON string (which they get wrong). None when there is no such fence, or more
+    than one (which one would be the file is a guess)."""
+    if not isinstance(text, str) or "```" not in text:
+        return None
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    accepted = _LANGUAGES.get(suffix, set()) | {""}
+    blocks = [
+        body
+        for tag, body in _FENCED.findall(text[:MAX_TEXT])
+        if tag.lower() in accepted and body.strip()
+    ]
+    if len(blocks) != 1:
+        return None
+    return blocks[0] if blocks[0].endswith("\n") else blocks[0] + "\n"
+
+
 def _from_value(value: Any, names: set[str], depth: int) -> Iterator[tuple[str, dict[str, Any]]]:
     """The calls one parsed JSON value holds: itself, a list of calls, or a wrapper."""
     if depth > 3:
@@ -191,4 +229,4 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["ID_PREFIX", "has_text_tool_call", "tool_calls_from_text"]
+__all__ = ["ID_PREFIX", "fenced_file", "has_text_tool_call", "tool_calls_from_text"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
@@ -29,7 +30,7 @@ from agent.loop import run_sync
 from agent.models import Metered, merge_usage, with_metadata
 from agent.prompts import render
 from agent.replay import ModelReplay
-from agent.text_tools import tool_calls_from_text
+from agent.text_tools import fenced_file, tool_calls_from_text
 from agent.tool_calls import AwaitingHuman, CallScope, ToolCaller
 from agent.tools import (
     defuse,
@@ -240,6 +241,12 @@ class StepWorker:
         text = answer.content if isinstance(answer.content, str) else answer.text
         prefix = f"text-{self.step_id}-{self.revision}-{turn}-"
         calls = tool_calls_from_text(text, list(self.tools), id_prefix=prefix)
+        path = self.step["expected_output"]
+        if not calls and "write_file" in self.tools and path not in self.workspace.written:
+            content = fenced_file(text, path)  # the artifact itself, in a code fence
+            if content is not None:
+                args = {"path": path, "content": content}
+                calls = [tool_call(name="write_file", args=args, id=f"{prefix}fence")]
         if not calls:
             return answer, False
         return answer.model_copy(update={"tool_calls": calls}), True

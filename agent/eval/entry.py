@@ -27,17 +27,21 @@ def evaluate(
     workers: int | None = None,
     seed: int = 0,
     timeout_s: float = SEEDED_TIMEOUT_S,
+    temperature: float | None = 0.0,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Load the dataset and models (ConfigError when unusable), then run one evaluation.
 
     Seeded errors need no model; ``critic`` (else ``model``) adds the model critic. The
     reflection comparison needs ``model``; ``critic`` adds a model critic to the loop.
+    ``temperature``: what models built from a ``provider:name`` sample with (0, greedy, as
+    published pass@1 figures are measured; None: the provider's default, which for a local
+    server is often 0.8).
     """
     _check_options(model, seeded_errors=seeded_errors, rounds=rounds, timeout_s=timeout_s)
-    generator = load_model(model, "coder") if model is not None else None
+    generator = _sampling(model, "coder", temperature) if model is not None else None
     critic_spec = critic if critic is not None else (model if seeded_errors else None)
-    judge = load_model(critic_spec, JUDGE) if critic_spec is not None else None
+    judge = _sampling(critic_spec, JUDGE, temperature) if critic_spec is not None else None
     tasks = load_dataset(dataset, limit=limit)
     labels = {"dataset": dataset, "model": _name(model), "critic": _name(critic_spec)}
     if seeded_errors:
@@ -61,6 +65,19 @@ def evaluate(
         progress=progress,
         labels=labels,
     )
+
+
+def _sampling(spec: str | BaseChatModel, role: str, temperature: float | None) -> BaseChatModel:
+    """The model of ``spec``; one built here from a string samples at ``temperature`` (a
+    model object passed in is used as it is)."""
+    model = load_model(spec, role)
+    if (
+        isinstance(spec, str)
+        and temperature is not None
+        and "temperature" in type(model).model_fields
+    ):
+        return model.model_copy(update={"temperature": temperature})
+    return model
 
 
 def _check_options(

@@ -248,3 +248,38 @@ def test_a_loose_write_needs_the_write_tool_a_path_and_some_content():
     assert tool_calls_from_text('{"name": "write_file", "content": "x"}}', ["write_file"]) == []
     no_content = '{"name": "write_file", "arguments": {"path": "a.py", "content": " "}}'
     assert tool_calls_from_text(no_content, ["write_file"])[0]["args"]["content"] == " "
+
+
+# ------------------------------------------------------------------ the file in a fence
+
+FENCED_REPLY = (
+    "Here is the solution:\n\n```python\nfrom typing import List\n\n\n"
+    "def below_zero(operations: List[int]) -> bool:\n"
+    '    """ Detect a negative balance. """\n'
+    "    balance = 0\n    for op in operations:\n        balance += op\n"
+    "        if balance < 0:\n            return True\n    return False\n```\n"
+)
+
+
+def test_the_one_fence_of_the_files_language_is_the_file():
+    from agent.text_tools import fenced_file
+
+    content = fenced_file(FENCED_REPLY, "solution.py")
+    assert content is not None and content.startswith("from typing import List\n")
+    assert content.endswith("    return False\n") and '"""' in content
+    assert fenced_file("```\nplain\n```", "notes.txt") == "plain\n"  # untagged counts
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "no fence at all",
+        '```json\n{"a": 1}\n```',  # another language than the file's
+        "```python\na = 1\n```\nor\n```python\na = 2\n```",  # two candidates: a guess
+        "```python\n   \n```",  # empty
+    ],
+)
+def test_no_fence_or_an_ambiguous_one_is_no_file(reply):
+    from agent.text_tools import fenced_file
+
+    assert fenced_file(reply, "solution.py") is None
