@@ -39,6 +39,7 @@ _CONTEXT_FLAGS = {
     "judge_model": "judge_model",
     "reflection_model": "reflection_model",
     "structured_output": "structured_output",
+    "tool_calling": "tool_calling",
     "request_timeout": "request_timeout_s",
     "max_revisions": "max_revisions",
     "token_budget": "token_budget",
@@ -207,6 +208,14 @@ def _models(p: argparse.ArgumentParser, note: str = "") -> None:
         "how models return structured answers: auto (learnt per model), or "
         "function_calling, json_schema, json_mode",
         choices=_STRUCTURED_OUTPUT,
+        env=not note,
+    )
+    _setting(
+        g,
+        "--tool-calling",
+        "how subagents get their tools: auto (schemas until a model keeps writing its calls "
+        "as text), native, text",
+        choices=("auto", "native", "text"),
         env=not note,
     )
     _setting(

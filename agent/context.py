@@ -131,6 +131,14 @@ class Context:
             "arguments or rejects. Adds to build_graph(interrupt_on=...)."
         },
     )
+    tool_calling: str = field(
+        default="auto",
+        metadata={
+            "description": "How subagents get their tools: auto (as tool schemas, until a "
+            "model keeps answering with calls written as text, as small local models do; "
+            "then in the prompt only), native (always as schemas) or text (never)."
+        },
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -232,6 +240,10 @@ class Context:
         if "planning" in typed and self.planning not in PLANNING:
             msg = f"unknown planning {self.planning!r}; expected one of {', '.join(PLANNING)}"
             errors.append(("planning", msg))
+        if "tool_calling" in typed and self.tool_calling not in TOOL_CALLING_MODES:
+            known = ", ".join(TOOL_CALLING_MODES)
+            msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"
+            errors.append(("tool_calling", msg))
         if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:
             known = ", ".join(_STRUCTURED_OUTPUT)
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
@@ -257,6 +269,7 @@ def _values_key(ctx: Context) -> tuple[Any, ...] | None:
 
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 PLANNING = ("upfront", "rolling")
+TOOL_CALLING_MODES = ("auto", "native", "text")  # agent.tool_calling.MODES, without its imports
 ENV_PREFIX = "DEEPREFLECT_"
 
 

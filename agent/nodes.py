@@ -269,6 +269,7 @@ class Subagent:
             ),
             max_tool_turns=self.max_tool_turns,
             scope=call_scope(runtime, self._interrupt_on(ctx)),
+            tool_calling=ctx.tool_calling,
             replay=current_channel("replay").get(step["step_id"]),
         )
         run = await worker.aexecute()

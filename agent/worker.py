@@ -27,10 +27,11 @@ from agent.critic import critique_from_check
 from agent.errors import ErrorClass, classify, describe
 from agent.events import check_event, emit
 from agent.loop import run_sync
-from agent.models import Metered, merge_usage, with_metadata
+from agent.models import Metered, merge_usage, model_key, with_metadata
 from agent.prompts import render
 from agent.replay import ModelReplay
 from agent.text_tools import fenced_file, tool_calls_from_text
+from agent.tool_calling import TOOL_CALLING
 from agent.tool_calls import AwaitingHuman, CallScope, ToolCaller
 from agent.tools import (
     defuse,
@@ -87,6 +88,7 @@ class StepWorker:
         max_tool_turns: int = MAX_TOOL_TURNS,
         scope: CallScope | None = None,
         replay: Mapping[str, Any] | None = None,
+        tool_calling: str = "auto",
     ) -> None:
         self.step = step
         self.step_id = str(step["step_id"])
@@ -118,10 +120,13 @@ class StepWorker:
         }
         self.tool_outputs: list[str] = []
         """What the step's tools returned, for checks that trace claims to it (citations)."""
+        self._draft_start: Any = None
         self.caller = ToolCaller(step, self.tools, self.workspace, scope)
         self.replay = ModelReplay(step, self.caller.scope.plan_version, replay)
         if self.judge is not None:
             self.judge = self.replay.judged(self.judge)
+        self.tool_calling = tool_calling
+        self.model_key = model_key(model.model)
         self.run = StepRun()
 
     # -- trajectory ---------------------------------------------------------------------
@@ -185,12 +190,16 @@ class StepWorker:
         tools = list(self.tools.values())
         nudged = False
         self.caller.new_draft()
+        self._draft_start = self._artifact_write()
         for turn in range(self.max_tool_turns):
-            answer = await self.replay.answer(messages, self.model.ainvoke, tools, metadata)
+            bound = tools if TOOL_CALLING.binds(self.tool_calling, self.model_key) else []
+            answer = await self.replay.answer(messages, self.model.ainvoke, bound, metadata)
             answer, from_text = self._with_text_calls(answer, turn)
+            if answer.tool_calls:
+                TOOL_CALLING.record(self.model_key, native=not from_text)
             messages.append(answer)
             if not answer.tool_calls and not answer.invalid_tool_calls:
-                if nudged or self.step["expected_output"] in self.workspace.written:
+                if nudged or self._wrote_this_draft():
                     break
                 # seed 002: say exactly what is missing, once, rather than "not produced" later
                 path = self.step["expected_output"]
@@ -221,6 +230,16 @@ class StepWorker:
         draft = self.workspace.contents().get(self.step["expected_output"], "")
         return draft, self.model.tokens - before
 
+    def _artifact_write(self) -> Any:
+        """The artifact's last write (its content, by identity), None if never written."""
+        return self.workspace.written.get(self.step["expected_output"])
+
+    def _wrote_this_draft(self) -> bool:
+        """Whether the artifact was written during the current draft (a revision starts
+        with the earlier draft's file, which does not count)."""
+        current = self._artifact_write()
+        return current is not None and current is not self._draft_start
+
     def _is_source(self, call: Mapping[str, Any]) -> bool:
         """Whether a successful call's result is evidence from outside the step: any tool but
         the write tools and ``ls``, and ``read_file`` only of the step's inputs (a failed
@@ -242,7 +261,7 @@ class StepWorker:
         prefix = f"text-{self.step_id}-{self.revision}-{turn}-"
         calls = tool_calls_from_text(text, list(self.tools), id_prefix=prefix)
         path = self.step["expected_output"]
-        if not calls and "write_file" in self.tools and path not in self.workspace.written:
+        if not calls and "write_file" in self.tools and not self._wrote_this_draft():
             content = fenced_file(text, path)  # the artifact itself, in a code fence
             if content is not None:
                 args = {"path": path, "content": content}

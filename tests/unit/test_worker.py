@@ -237,3 +237,18 @@ def test_a_model_that_never_calls_a_tool_is_reminded_once_per_draft_not_forever(
     run = w.execute()
     assert len(model.calls) == 2 and "out.txt" not in run.files
     assert [e["action"] for e in run.trajectory].count("no_tool_call") == 1
+
+
+def test_a_revision_answered_with_the_file_in_a_fence_replaces_the_draft():
+    responses = [
+        "```\nnope\n```",  # the first draft, as a fence (the whole file)
+        "done",
+        "Fixed:\n```\nOK\n```",  # the revision, as a fence too: it is this draft's file
+        "done",
+    ]
+    w, _ = worker(responses)
+    run = w.execute()
+    entry = run.files["out.txt"]
+    assert entry["content"] == "OK\n" and entry["status"] == "done" and entry["rounds"] == 1
+    writes = [e for e in run.trajectory if e["action"] == "write_file"]
+    assert len(writes) == 2 and all(e.get("parsed_from_text") for e in writes)
