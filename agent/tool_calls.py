@@ -41,7 +41,7 @@ from agent.journal import (
     policy_of,
 )
 from agent.loop import maybe_await
-from agent.tools import ToolOutcome, run_tool_call
+from agent.tools import ToolOutcome, arguments_problem, run_tool_call
 from agent.user_tools import declares_injected, output_text
 from agent.vfs import Workspace
 
@@ -105,7 +105,8 @@ class ToolCaller:
         ``reused``, ``approval``); raises :class:`AwaitingHuman` when a human must decide."""
         name, args = call.get("name"), call.get("args")
         tool = self.tools.get(name) if isinstance(name, str) else None
-        if tool is None or not isinstance(args, Mapping):
+        if tool is None or not isinstance(args, Mapping) or arguments_problem(args):
+            # unknown tool, or arguments refused before anything (hashing too) reads them
             return await run_tool_call(call, self.tools, self.workspace), {}
         policy = policy_of(tool)
         approve = tool.name in self.scope.interrupt_on

@@ -511,3 +511,26 @@ def test_a_new_plan_version_makes_the_old_request_moot_and_asks_again(tmp_path):
     assert len(requests) == 1 and requests[0]["id"] != first  # only the new plan's call
     assert resume(graph, "t", "approve")["status"] == "success"
     assert len(outbox.sent()) == 1
+
+
+def test_hostile_arguments_to_a_journaled_tool_are_refused_and_nothing_is_sent(tmp_path):
+    outbox = Outbox(tmp_path / "outbox")
+    deep: dict = {}
+    node = deep
+    for _ in range(300):  # deeper than any tool takes (agent.tools.MAX_ARG_DEPTH)
+        node["x"] = {}
+        node = node["x"]
+    seen = []
+
+    def respond(messages, metadata):
+        answers = tool_answers(messages)
+        if not answers:
+            return tool_call("send_email", to="ops@example.com", body="x", extra=deep)
+        if len(answers) == 1:
+            seen.append(str(answers[0].content))
+            return tool_call("write_file", path=REPORT, content="not sent\n")
+        return "done"
+
+    graph, _ = graph_with(tmp_path, respond, [email_tool(outbox)])
+    assert run(graph, "send", thread_id="t", context=ctx())["status"] == "success"
+    assert outbox.sent() == [] and "refused" in seen[0]
