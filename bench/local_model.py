@@ -229,6 +229,16 @@ def healthy(port: int) -> bool:
         return False
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server process started with ``serve``: SIGTERM, then SIGKILL if it lingers."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=20)
+
+
 def server_params(
     path: Path,
     port: int,

@@ -99,12 +99,7 @@ def served(size: str, threads: int, n_ctx: int, log_path: Path) -> Iterator[int]
             time.sleep(0.5)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+        local_model.stop(process)
 
 
 def eval_command(args: argparse.Namespace, critic: bool) -> list[str]:

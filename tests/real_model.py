@@ -138,12 +138,7 @@ def _serve(lm: ModuleType, size: str, path: Path, log_path: Path) -> Iterator[Re
             startup_s=time.monotonic() - start,
         )
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+        lm.stop(process)
 
 
 @contextmanager
