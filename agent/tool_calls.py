@@ -187,13 +187,7 @@ class ToolCaller:
             await journal.put(thread, key, {**base, "status": "started", "reason": reason})
             settled = await self._settle(tool, policy, args, key, reason, retried=True)
             return settled if settled is not None else outcome
-        status = "done" if outcome.ok else "failed"  # a definite error: the call may be retried
-        await journal.put(
-            thread,
-            key,
-            {**base, "status": status, "text": outcome.text, "ok": outcome.ok, "at": time.time()},
-        )
-        return outcome
+        return await self._finished(tool, key, outcome)
 
     async def _settle(
         self,
@@ -207,24 +201,11 @@ class ToolCaller:
     ) -> ToolOutcome | None:
         """Settle an unknown outcome: the receipt, a human's decision, or a re-run of an
         idempotent tool. None: run the call (again) with the same key."""
-        journal, thread = self.scope.journal, self.scope.thread_id
         if policy.receipt is not None:
             found = await maybe_await(policy.receipt(key))
             if found is None:
                 return None  # the receipt says it never happened: run it
-            outcome = ToolOutcome(output_text(found), True)
-            await journal.put(
-                thread,
-                key,
-                {
-                    "tool": tool.name,
-                    "status": "done",
-                    "text": outcome.text,
-                    "ok": True,
-                    "via": "receipt",
-                },
-            )
-            return outcome
+            return await self._finished(tool, key, ToolOutcome(output_text(found), True), "receipt")
         if policy.idempotent:
             return None if not retried else await self._invoke_again(tool, args, key)
         uid = unknown_outcome_id(key)
@@ -235,12 +216,7 @@ class ToolCaller:
                 return None
             if decision.get("type") == "done":
                 text = str(decision.get("message") or "a human confirmed the call happened")
-                await journal.put(
-                    thread,
-                    key,
-                    {"tool": tool.name, "status": "done", "text": text, "ok": True, "via": "human"},
-                )
-                return ToolOutcome(text, True)
+                return await self._finished(tool, key, ToolOutcome(text, True), "human")
             why = decision.get("message") or "a human decided not to run it again"
             return ToolOutcome(f"not run again: {why}", False, "rejected")
         raise AwaitingHuman(
@@ -262,15 +238,29 @@ class ToolCaller:
         )
 
     async def _invoke_again(self, tool: BaseTool, args: Mapping[str, Any], key: str) -> ToolOutcome:
-        """An idempotent tool's one re-run after an unknown outcome, with the same key."""
+        """An idempotent tool's one re-run after an unknown outcome, with the same key; a
+        second timeout leaves the outcome unknown."""
         outcome = await self._invoke(tool, args, key)
-        if outcome.ok or outcome.error_class not in UNKNOWN_CLASSES:
-            status = "done" if outcome.ok else "failed"
-            await self.scope.journal.put(
-                self.scope.thread_id,
-                key,
-                {"tool": tool.name, "status": status, "text": outcome.text, "ok": outcome.ok},
-            )
+        if outcome.error_class in UNKNOWN_CLASSES:
+            return outcome
+        return await self._finished(tool, key, outcome)
+
+    async def _finished(
+        self, tool: BaseTool, key: str, outcome: ToolOutcome, via: str = "call"
+    ) -> ToolOutcome:
+        """Journal a call's settled outcome: ``done`` (reused from now on) or, for a definite
+        error, ``failed`` (the call may be made again). ``via``: the call, its receipt or a
+        human."""
+        entry = {
+            "tool": tool.name,
+            "step_id": self.step_id,
+            "status": "done" if outcome.ok else "failed",
+            "text": outcome.text,
+            "ok": outcome.ok,
+            "via": via,
+            "at": time.time(),
+        }
+        await self.scope.journal.put(self.scope.thread_id, key, entry)
         return outcome
 
     async def _invoke(
