@@ -10,11 +10,16 @@ docs/real-model-eval.md can be re-run on any machine:
    --rounds 2 --limit N --workers 1 --json`` against it (the docstring examples are the
    loop's evidence, the hidden HumanEval tests grade), and with ``--critic`` a second pass
    with the same model as the critic, for the critic's precision;
-4. stop the server and print the table: first-draft pass rate next to the published pass@1,
-   final pass rate, fixes, regressions, average rounds, tokens, wall time, critic precision.
+4. ask the plain model once per task (``bench/plain_model.py``: the same server and model,
+   one message, greedy, its fenced code graded by the same hidden tests), the baseline a
+   user has without deepreflect (issue 22);
+5. stop the server and print the table: one column each for the plain model, deepreflect's
+   first draft and deepreflect with reflection on, with pass rate, prompt and completion
+   tokens, tokens and wall time per solved task; then the pass's details (published pass@1,
+   fixes, regressions, rounds, stop reasons, critic precision).
 
-    python bench/real_eval.py [--limit 40] [--size 1.5b] [--critic [--critic-limit N]]
-                              [--threads 1] [--out DIR]
+    python bench/real_eval.py [--limit 40] [--size 1.5b] [--no-plain]
+                              [--critic [--critic-limit N]] [--threads 1] [--out DIR]
 
 The JSON reports (``eval.json``, ``eval-critic.json``) and the server's log are kept in
 ``--out`` (default: a new temporary directory), so failing drafts can be read afterwards.
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import local_model
+import plain_model
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_MODEL = ROOT / "bench" / "local_model.py"
@@ -56,6 +62,9 @@ _TOKENS_PER_S = re.compile(
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=40, help="the first N HumanEval tasks")
+    parser.add_argument(
+        "--no-plain", action="store_true", help="skip the plain-model column (the baseline)"
+    )
     parser.add_argument("--size", choices=sorted(PUBLISHED_PASS_AT_1), default="1.5b")
     parser.add_argument(
         "--critic", action="store_true", help="a second pass with the same model as the critic"
@@ -139,6 +148,18 @@ def run_eval(cmd: list[str], port: int, report_path: Path) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def plain_pass(args: argparse.Namespace, port: int, report_path: Path) -> dict[str, Any]:
+    """The plain model asked once per task, on the same server; its report kept as JSON."""
+    from agent.datasets import humaneval_tasks
+
+    tasks = humaneval_tasks(limit=args.limit)
+    model = plain_model.plain_model(f"http://127.0.0.1:{port}/v1", SERVED_NAME[args.size])
+    print(f"$ plain model, {len(tasks)} tasks (bench/plain_model.py)", flush=True)
+    report = plain_model.run_plain(model, tasks)
+    report_path.write_text(json.dumps(report, indent=1))
+    return report
+
+
 def speeds(log_path: Path) -> dict[str, float | None]:
     """Tokens per second the server reported over the whole run: read (prompt) and written."""
     totals = {"prompt eval": [0.0, 0], "eval": [0.0, 0]}
@@ -190,6 +211,62 @@ def rows(report: Mapping[str, Any], size: str) -> list[tuple[str, str]]:
     return out
 
 
+def _per_solved(total: float, solved: int, unit: str = "") -> str:
+    return f"{total / solved:,.0f}{unit}" if solved else "-"
+
+
+def columns(
+    plain: Mapping[str, Any] | None, report: Mapping[str, Any] | None
+) -> dict[str, dict[str, str]]:
+    """Quality next to cost: the plain model, the first draft and reflection on, each with
+    its pass count, prompt / completion tokens and wall time, in all and per solved task."""
+    raw: dict[str, tuple[int, int, int, int, float]] = {}  # solved, n, input, output, wall
+    if plain is not None:
+        n = plain["tasks"] - plain["errors"]
+        raw["plain model"] = (
+            plain["correct"],
+            n,
+            plain["input_tokens"],
+            plain["output_tokens"],
+            plain["wall_s"],
+        )
+    if report is not None:
+        s = report["summary"]
+        n = s["tasks"] - s["errors"]
+        for key, name, solved in (
+            ("off", "first draft", "first_correct"),
+            ("on", "reflection on", "final_correct"),
+        ):
+            io = s["io_tokens"][key]
+            raw[name] = (s[solved], n, io["input"], io["output"], s["wall_s"][key])
+    base = raw.get("plain model")
+    base_per = (base[2] + base[3]) / base[0] if base and base[0] else None
+    out: dict[str, dict[str, str]] = {}
+    for name, (solved, n, prompt, completion, wall) in raw.items():
+        per = (prompt + completion) / solved if solved else None
+        ratio = (
+            f" ({per / base_per:.1f}x plain)" if per and base_per and name != "plain model" else ""
+        )
+        out[name] = {
+            "pass": _pct(solved, n),
+            "tokens prompt / completion": f"{prompt:,} / {completion:,}",
+            "tokens per solved task": _per_solved(prompt + completion, solved) + ratio,
+            "wall": f"{wall:,.0f} s",
+            "wall per solved task": _per_solved(wall, solved, " s"),
+        }
+    return out
+
+
+def print_columns(table: Mapping[str, Mapping[str, str]]) -> None:
+    """The side-by-side table as Markdown."""
+    names = list(table)
+    labels = list(dict.fromkeys(label for t in table.values() for label in t))
+    print("\n| | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for label in labels:
+        print(f"| {label} | " + " | ".join(table[n].get(label, "-") for n in names) + " |")
+
+
 def print_table(passes: Mapping[str, Mapping[str, Any]], size: str) -> None:
     """One column per pass, as Markdown (pasted into docs/real-model-eval.md)."""
     names = list(passes)
@@ -209,13 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {path} (verified); reports and logs in {out}", flush=True)
     log_path = out / "server.log"
     passes: dict[str, dict[str, Any]] = {}
+    plain: dict[str, Any] | None = None
     with served(args.size, args.threads, args.n_ctx, log_path) as port:
+        if not args.no_plain and not args.critic_only:
+            plain = plain_pass(args, port, out / "plain.json")
         if not args.critic_only:
             cmd = eval_command(args, False)
             passes["check critique"] = run_eval(cmd, port, out / "eval.json")
         if args.critic or args.critic_only:
             cmd = eval_command(args, True)
             passes["+ model critic"] = run_eval(cmd, port, out / "eval-critic.json")
+    print_columns(columns(plain, passes.get("check critique")))
     print_table(passes, args.size)
     print(f"\nserver speed over the run: {speeds(log_path)}; {args.threads} thread(s)")
     return 0

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -145,6 +146,8 @@ class _Trial:
         self.drafts: dict[str, str] = {}
         self.rounds: list[dict[str, Any]] = []
         self.first_usage: dict[str, dict[str, int]] = {}
+        self.started = time.monotonic()
+        self.first_wall_s = 0.0
 
     def usage(self) -> dict[str, dict[str, int]]:
         return merge_usage(self.coder.usage, self.judge.usage if self.judge else None)
@@ -186,6 +189,7 @@ class _Trial:
         self.rounds.append(record)
         if len(self.rounds) == 1:
             self.first_usage = self.usage()
+            self.first_wall_s = time.monotonic() - self.started
         return answer, tokens
 
     def history(self, result: LoopResult) -> list[dict[str, Any]]:
@@ -244,6 +248,11 @@ def _task_record(trial: _Trial, result: LoopResult) -> dict[str, Any]:
         "converged": result.converged,
         "tokens": {"off": total_tokens(trial.first_usage), "on": total_tokens(spent)},
         "calls": {"off": calls(trial.first_usage), "on": calls(spent)},
+        "io_tokens": {"off": io_tokens(trial.first_usage), "on": io_tokens(spent)},
+        "wall_s": {
+            "off": round(trial.first_wall_s or time.monotonic() - trial.started, 2),
+            "on": round(time.monotonic() - trial.started, 2),
+        },
         "usage": spent,
         "critic": critic_stats(history) if trial.judge is not None else None,
         "history": history,
@@ -252,6 +261,14 @@ def _task_record(trial: _Trial, result: LoopResult) -> dict[str, Any]:
         "evidence_note": trial.note,
         "first_draft": first_draft,
         "final_draft": result.best,
+    }
+
+
+def io_tokens(usage: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Prompt (input) and completion (output) tokens over every role of a usage record."""
+    return {
+        "input": sum(int(u.get("input_tokens", 0)) for u in usage.values()),
+        "output": sum(int(u.get("output_tokens", 0)) for u in usage.values()),
     }
 
 
@@ -340,6 +357,11 @@ def _summary(records: Sequence[Mapping[str, Any]], *, with_critic: bool) -> dict
         "stop_reasons": dict(Counter(r["stop_reason"] for r in ok)),
         "tokens": {k: sum(r["tokens"][k] for r in ok) for k in ("off", "on")},
         "calls": {k: sum(r["calls"][k] for r in ok) for k in ("off", "on")},
+        "io_tokens": {
+            k: {part: sum(r["io_tokens"][k][part] for r in ok) for part in ("input", "output")}
+            for k in ("off", "on")
+        },
+        "wall_s": {k: round(sum(r["wall_s"][k] for r in ok), 2) for k in ("off", "on")},
         "usage": summed_usage(r["usage"] for r in ok),
         "critic": critic,
     }
