@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agent.runner import Graph
 
 EXIT_CODES = {"success": 0, "awaiting_input": 3, "budget_exhausted": 3, "failed": 1}
-EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 4
+EXIT_FAILED, EXIT_USAGE, EXIT_BUSY, EXIT_INTERRUPTED = 1, 2, 4, 130
 MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 # flag dest -> Context field, for the flags that set one
@@ -181,6 +181,9 @@ def _db(p: argparse.ArgumentParser, *, json_flag: bool = False) -> None:
 
 def _out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
+    p.add_argument(
+        "--force", action="store_true", help="with --out: overwrite files that hold other content"
+    )
 
 
 def _setting(group: Any, flag: str, text: str, *, env: bool, **kwargs: Any) -> None:
@@ -427,7 +430,16 @@ def _answer(args: argparse.Namespace) -> Any:
         return {"action": "accept"}
     if args.stop:
         return {"action": "stop"}
+    if args.answer is None and (budget := _raised_budget(args)):
+        return {"action": "continue", "budget": budget}
     return _decisions_json(args.answer)
+
+
+def _raised_budget(args: argparse.Namespace) -> dict[str, Any]:
+    """``resume ID --token-budget N`` (or ``--time-budget S``) with no answer: continue the
+    turn with that budget, as the escalation's "continue with a higher budget" does."""
+    flags = {"token_budget": "token_budget", "time_budget": "time_budget_s"}
+    return {name: getattr(args, f) for f, name in flags.items() if getattr(args, f, None)}
 
 
 def _decisions_json(answer: str | None) -> Any:
@@ -473,7 +485,7 @@ def _export_out(args: argparse.Namespace, graph: Graph, thread_id: str) -> None:
         return
     console = Console(stderr=args.json, highlight=False, soft_wrap=True)
     values = graph.get_state(thread_config(thread_id)).values
-    _export(console, values, args.out, include_all=False, force=False)
+    _export(console, values, args.out, include_all=False, force=args.force)
 
 
 # ------------------------------------------------------------------ reading threads
@@ -505,7 +517,7 @@ def _thread_state(saver: BaseCheckpointSaver, thread_id: str, db: str | None) ->
 
 def _cmd_show(args: argparse.Namespace, console: Console) -> int:
     from agent.errors import ConfigError
-    from agent.progress import line, print_result
+    from agent.progress import history, line, print_result
     from agent.result import build_result
     from agent.threads import INTERRUPTED, shown_status
 
@@ -524,14 +536,9 @@ def _cmd_show(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(result, indent=2, default=str))
         return 0
-    console.print(line(("goal", "bold"), f": {values.get('goal')}"))
-    for entry in values.get("decisions") or []:
-        console.print(
-            line(
-                f"  round {entry.get('round')}: {entry.get('decision')} by "
-                f"{entry.get('by')} — {entry.get('reason', '')}"
-            )
-        )
+    console.print(line(("goal", "bold"), f": {_goal_of(values)}"))
+    for text in history(values):
+        console.print(line(text))
     if status == INTERRUPTED:  # the state says running, and no run holds it
         result = {**result, "status": INTERRUPTED, "stop_reason": "its run stopped unfinished"}
     elif holder:
@@ -547,6 +554,18 @@ def _cmd_show(args: argparse.Namespace, console: Console) -> int:
             )
         )
     return 0
+
+
+def _goal_of(values: Mapping[str, Any]) -> str:
+    """The thread's goal; for a run that failed before it took its goal, its first message."""
+    if values.get("goal"):
+        return str(values["goal"])
+    for message in values.get("messages") or []:
+        kind = message.get("type") if isinstance(message, Mapping) else getattr(message, "type", "")
+        if kind == "human":
+            content = message.get("content") if isinstance(message, Mapping) else message.content
+            return str(content)[:300] or "(an empty goal)"
+    return "(no goal was recorded: the run failed before it started)"
 
 
 def _holder(saver: BaseCheckpointSaver, thread_id: str) -> str | None:
@@ -732,6 +751,11 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
         ctx = _with_flags(Context(model=f"scripted:{args.scenario}", **needs), args)
         return _cmd_run(args, console, SCENARIO_GOALS[args.scenario], ctx)
     if args.command == "run":
+        if not args.goal.strip():
+            from agent.errors import ConfigError
+
+            msg = "the goal is empty: say what the agent should produce, e.g. "
+            raise ConfigError(msg + 'deepreflect run "Write slugify.py with tests"')
         return _cmd_run(args, console, args.goal, _with_flags(Context(), args))
     commands: dict[str, Callable[[argparse.Namespace, Console], int]] = {
         "resume": _cmd_resume,
@@ -766,6 +790,14 @@ def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
     return EXIT_FAILED, "error", f"({classify(exc).value}): {describe(exc)}"
 
 
+def _interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C left: a run's checkpoint is kept and the command that continues it."""
+    thread_id = getattr(args, "thread", None) or getattr(args, "thread_id", None)
+    if args.command in ("demo", "run", "resume") and thread_id:
+        return f"the checkpoint is kept: `deepreflect resume {thread_id}` continues the run"
+    return "nothing was changed"
+
+
 def _error_line(label: str, message: str, location: str | None = None) -> None:
     from agent.pg_url import scrub
     from agent.progress import line
@@ -788,13 +820,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
     Exit codes: 0 success, 3 awaiting input or budget exhausted, 1 a failed or stopped run,
-    2 bad usage or configuration (the database included), 4 the thread is busy.
+    2 bad usage or configuration (the database included), 4 the thread is busy, 130
+    interrupted (Ctrl-C; a run's checkpoint is kept).
     """
     args = _parser().parse_args(argv)
     # soft_wrap: a long path, URL or message stays on one line, as printed
     console = _Console(highlight=False, stderr=False, soft_wrap=True)
     try:
         return _dispatch(args, console)
+    except KeyboardInterrupt:
+        _error_line("interrupted", _interrupted(args))
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `deepreflect show ID | head`: the reader has all it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet

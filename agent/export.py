@@ -11,10 +11,12 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.runner import Graph, thread_config
 from agent.vfs import PathError, validate_path
+
+if TYPE_CHECKING:  # the runner imports LangGraph's graph: `deepreflect export` does not need it
+    from agent.runner import Graph
 
 __all__ = ["ExportError", "MANIFEST", "artifacts", "export_files"]
 
@@ -28,6 +30,8 @@ class ExportError(ValueError):
 
 def artifacts(graph: Graph, thread_id: str, *, include_all: bool = False) -> dict[str, str]:
     """``{path: content}`` of the thread's done files (every file with ``include_all``)."""
+    from agent.runner import thread_config
+
     files = graph.get_state(thread_config(thread_id)).values.get("files") or {}
     return {path: entry["content"] for path, entry in _chosen(files, include_all).items()}
 
@@ -43,15 +47,22 @@ def export_files(
 
     Raises:
         ExportError: a path is not a safe relative path, would pass through a symlink, or
-            exists already (without ``force``). Checked for every file before any is written.
+            exists already with other content (without ``force``), or ``directory`` is a
+            file. Checked for every file before any is written; a file that already holds
+            the same bytes (an earlier export of the same thread) is left as it is.
     """
     root = Path(directory).resolve()
+    if root.exists() and not root.is_dir():
+        msg = f"cannot export into {directory}: it is a file, not a folder; name a folder"
+        raise ExportError(msg)
     chosen = _chosen(files, include_all)
-    targets = {path: _target(root, path, force) for path in chosen}
+    contents = {path: str(entry.get("content") or "") for path, entry in chosen.items()}
+    targets = {path: _target(root, path, contents[path], force) for path in chosen}
     root.mkdir(parents=True, exist_ok=True)
     written = []
-    for path, entry in chosen.items():
-        _write(root, targets[path], str(entry.get("content") or ""), force=force)
+    for path in chosen:
+        if not _same(targets[path], contents[path]):
+            _write(root, targets[path], contents[path], force=force)
         written.append(targets[path])
     if include_all:
         manifest = {
@@ -71,7 +82,14 @@ def _chosen(files: Mapping[str, Mapping[str, Any]], include_all: bool) -> dict[s
     }
 
 
-def _target(root: Path, path: str, force: bool) -> Path:
+def _same(target: Path, content: str) -> bool:
+    """The file already holds exactly these bytes (never through a symlink)."""
+    if target.is_symlink() or not target.is_file():
+        return False
+    return target.read_bytes() == content.encode("utf-8", errors="surrogatepass")
+
+
+def _target(root: Path, path: str, content: str, force: bool) -> Path:
     """Where ``path`` goes under ``root``, refusing anything that would land elsewhere."""
     try:
         relative = validate_path(path)
@@ -85,8 +103,11 @@ def _target(root: Path, path: str, force: bool) -> Path:
         if parent.is_symlink():
             msg = f"refusing to export {relative}: {parent} is a symlink"
             raise ExportError(msg)
-    if target.exists() and not force:
-        msg = f"{target} exists; pass --force (force=True) to overwrite it"
+    if target.is_dir() and not target.is_symlink():
+        msg = f"refusing to export {relative}: {target} is a folder"
+        raise ExportError(msg)
+    if target.exists() and not force and not _same(target, content):
+        msg = f"{target} exists with other content; pass --force (force=True) to overwrite it"
         raise ExportError(msg)
     return target
 

@@ -193,3 +193,40 @@ def _print_requests(console: Console, escalation: Mapping[str, Any], thread_id: 
             """'{"decisions": [{"type": "approve"}, {"type": "reject", "message": "why"}]}'"""
         )
     )
+
+
+def history(values: Mapping[str, Any]) -> list[str]:
+    """A thread's rounds as ``show`` prints them: each decision, and what the human said or
+    did where the thread paused (an answer, accept, stop, a raised budget)."""
+    answers = iter(_human_answers(values.get("messages") or []))
+    out: list[str] = []
+    for entry in values.get("decisions") or []:
+        reason = entry.get("reason", "")
+        if entry.get("stop_reason") == "stopped_by_human":
+            out.append("  human: stopped the run")
+            continue
+        if entry.get("by") == "human":
+            out.append(f"  human: {reason or entry.get('decision')}")
+            continue
+        where = f"round {entry['round']}" if entry.get("round") is not None else "end"
+        out.append(f"  {where}: {entry.get('decision')} by {entry.get('by')} — {reason}")
+        if entry.get("decision") == "escalate":
+            answer = next(answers, None)
+            if answer is not None:
+                out.append(f"  human answered: {answer}")
+    if values.get("stop_reason") == "accepted_by_human":
+        out.append("  human: accepted the artifacts as they are")
+    return out
+
+
+def _human_answers(messages: list[Any]) -> list[str]:
+    """The text of every user message that answered a question (the ones that follow an AI
+    message), in order; the turn's first message is the goal, not an answer."""
+    out, after_ai = [], False
+    for message in messages:
+        kind = message.get("type") if isinstance(message, Mapping) else getattr(message, "type", "")
+        content = message.get("content") if isinstance(message, Mapping) else message.content
+        if kind == "human" and after_ai:
+            out.append(str(content)[:300])
+        after_ai = kind == "ai"
+    return out

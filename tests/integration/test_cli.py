@@ -122,8 +122,12 @@ def test_export_writes_the_threads_artifacts_as_they_are_and_show_prints_one(tmp
     shown = cli("show", thread_id, "--file", "slugify.py", db=db)
     assert shown.returncode == 0 and (out / "slugify.py").read_text() == shown.stdout
 
+    same = cli("export", thread_id, str(out), db=db)
+    assert same.returncode == 0, same.stderr  # the same bytes again: nothing to overwrite
+    (out / "slugify.py").write_text("# the user's own edit\n")
     again = cli("export", thread_id, str(out), db=db)
-    assert again.returncode == 2 and "exists" in again.stderr  # never overwrites unasked
+    assert again.returncode == 2 and "exists with other content" in again.stderr
+    assert (out / "slugify.py").read_text() == "# the user's own edit\n"  # never overwritten
     forced = cli("export", thread_id, str(out), "--force", "--all", db=db)
     assert forced.returncode == 0, forced.stderr
     assert (
