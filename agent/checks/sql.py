@@ -148,16 +148,19 @@ def _declared(name: str, path: str) -> _Database | str:
     full = absolute(path)
     if problem := database_problem(full):
         return f"declared database {name!r} {problem}"
-    size = os.stat(full).st_size
-    if size > SQL_MAX_DB_BYTES:
-        return f"declared database {name!r} has {size} bytes; a check copies at most {SQL_MAX_DB_BYTES}"
+    if (size := os.stat(full).st_size) > SQL_MAX_DB_BYTES:
+        return f"declared database {name!r} {_too_big(size)}"
     try:
         image = _snapshot(full)
     except (sqlite3.Error, OSError) as exc:
         return f"declared database {name!r} cannot be read: {type(exc).__name__}: {exc}"
     if len(image) > SQL_MAX_DB_BYTES:
-        return f"declared database {name!r} has {len(image)} bytes; a check copies at most {SQL_MAX_DB_BYTES}"
+        return f"declared database {name!r} {_too_big(len(image))}"
     return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
+
+
+def _too_big(size: int) -> str:
+    return f"has {size} bytes; a check copies at most {SQL_MAX_DB_BYTES} into its sandbox"
 
 
 def _snapshot(path: str) -> bytes:
@@ -182,7 +185,7 @@ def _thread_file(name: str, content: str) -> _Database | str:
     the one lossless mapping of bytes to text), or SQL text to build one from."""
     if not content.startswith(SQLITE_HEADER.decode("latin-1")):
         if len(content) > SQL_MAX_DB_BYTES:
-            return f"thread file {name} has {len(content)} characters; at most {SQL_MAX_DB_BYTES}"
+            return f"thread file {name} {_too_big(len(content))}"
         return _Database("script", content, len(content.encode("utf-8", "surrogatepass")))
     try:
         image = content.encode("latin-1")
@@ -192,7 +195,9 @@ def _thread_file(name: str, content: str) -> _Database | str:
             "U+00FF: store a database's bytes as latin-1 text"
         )
     if len(image) > SQL_MAX_DB_BYTES:
-        return f"thread file {name} has {len(image)} bytes; a check copies at most {SQL_MAX_DB_BYTES}"
+        return (
+            f"thread file {name} has {len(image)} bytes; a check copies at most {SQL_MAX_DB_BYTES}"
+        )
     return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
 
 
