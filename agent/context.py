@@ -237,7 +237,12 @@ class Context:
     def _source(self, name: str) -> str:
         """`` (from $DEEPREFLECT_X)`` when the field's value came from the environment."""
         raw = os.environ.get(ENV_PREFIX + name.upper())
-        if raw is None or _parsed(raw, _field_types()[name]) != getattr(self, name):
+        if raw is None:
+            return ""
+        parsed = _parsed(raw, _field_types()[name])
+        if name == "databases" and isinstance(parsed, str):
+            parsed = _absolute_text(parsed)  # as __post_init__ stored it
+        if parsed != getattr(self, name):
             return ""
         return f" (from ${ENV_PREFIX}{name.upper()})"
 
@@ -288,15 +293,21 @@ def _database_problems(text: str) -> list[str]:
 
 def _absolute_databases(ctx: Context) -> None:
     """``databases`` with every path made absolute, so that a thread resumed from another
-    working directory opens the same files; text that does not parse is kept for
-    ``validate`` to name."""
-    from agent.databases import DatabaseError, format_databases
+    working directory opens the same files."""
+    if isinstance(ctx.databases, str):
+        ctx.databases = _absolute_text(ctx.databases)
 
-    if isinstance(ctx.databases, str) and ctx.databases.strip():
-        try:
-            ctx.databases = format_databases(ctx.declared_databases()) or ctx.databases
-        except DatabaseError:
-            pass
+
+def _absolute_text(text: str) -> str:
+    """``name=path,...`` with absolute paths; text that does not parse is kept as it is, for
+    ``validate`` to name."""
+    from agent.databases import DatabaseError, absolute, format_databases, parse_databases
+
+    try:
+        declared = parse_databases(text)
+        return format_databases({n: absolute(p) for n, p in declared.items()}) or text
+    except DatabaseError:
+        return text
 
 
 _VALID: set[tuple[Any, ...]] = set()
