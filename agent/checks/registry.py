@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -218,7 +219,7 @@ def run_check(
     judge: ChatModelLike | None = None,
     task: str = "",
     tool_outputs: Sequence[str] = (),
-    databases: Mapping[str, str] | None = None,
+    databases: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> CheckReport:
     """Check the artifact ``files[path]`` against ``spec``; never raises (but for the judge).
 
@@ -239,7 +240,7 @@ def run_check(
     contents = _contents(files)
     if kind != "exists" and path not in contents:
         return make_report(kind, False, 0.0, f"artifact {path} was not produced")
-    declared = tuple((str(n), str(p)) for n, p in (databases or {}).items())
+    declared = tuple((str(n), os.fspath(p)) for n, p in (databases or {}).items())
     token = _LENT.set(_Lent(judge, task, _texts(tool_outputs), declared))
     try:
         report = _CHECKS[kind].fn(normal, contents, path)

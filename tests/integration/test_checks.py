@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 import sqlite3
 import string
 import sys
-import tempfile
 import time
 import types
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -372,17 +369,8 @@ def test_pytest_check_fails_naming_a_missing_test_file():
 
 
 @pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A folder any user may enter: the check reads databases as an unprivileged user."""
-    folder = Path(tempfile.mkdtemp(prefix="deepreflect-sql-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder)
-
-
-@pytest.fixture
-def db(shared_dir: Path) -> Path:
-    path = shared_dir / "shop.sqlite"
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE t (id INTEGER, name TEXT, price REAL)")
         connection.executemany(
@@ -390,17 +378,15 @@ def db(shared_dir: Path) -> Path:
             [(1, "apple", 0.5), (2, "bread", 2.0), (3, "cheese", 7.25)],
         )
     connection.close()
-    path.chmod(0o644)
     return path
 
 
-def test_sql_check_never_reads_a_database_other_users_may_not(db):
-    db.chmod(0o600)
+def test_sql_check_reads_a_declared_database_the_host_alone_may_read(db):
+    db.chmod(0o600)  # the user declared it: the host takes the snapshot the sandbox reads
 
-    report = sql_check(db, "SELECT * FROM t")
+    report = sql_check(db, "SELECT name FROM t WHERE price > 7")
 
-    assert not report["passed"] and "not readable by other users" in report["evidence"]
-    assert "cheese" not in report["evidence"]
+    assert report["passed"] and report["evidence"] == "query returned 1 rows"
 
 
 def test_sql_check_judges_order_from_the_reference_not_the_query(db):
@@ -431,7 +417,9 @@ def test_sql_check_bounds_a_query_that_builds_huge_values(db):
 
 
 def sql_check(db: Path, query: str, **spec):
-    return run_check({"kind": "sql", "db": str(db), **spec}, {"q.sql": query}, "q.sql")
+    """The query against ``db``, declared as ``shop``."""
+    files = {"q.sql": query}
+    return run_check({"kind": "sql", "db": "shop", **spec}, files, "q.sql", databases={"shop": db})
 
 
 def row_count(db: Path) -> int:
@@ -540,10 +528,12 @@ def test_sql_check_bounds_the_rows_it_fetches(db, monkeypatch):
     assert report["evidence"] == "query failed: the query returned more than 2 rows"
 
 
-def test_sql_check_fails_for_a_missing_database(tmp_path):
+def test_sql_check_fails_for_a_declared_database_gone_since(tmp_path):
     report = sql_check(tmp_path / "nope.sqlite", "SELECT 1")
 
-    assert report["evidence"] == f"database {tmp_path / 'nope.sqlite'} not found"
+    assert report["evidence"] == (
+        "declared database 'shop' cannot be read (No such file or directory)"
+    )
 
 
 # -- rubric ---------------------------------------------------------------------------------
