@@ -60,7 +60,10 @@ def _validate_sql(spec: dict[str, Any]) -> list[str]:
             "file holding an SQLite database or SQL text"
         )
     elif problem := _not_a_name(db):
-        errors.append(f"'db' {db[:80]!r} {problem}; {_NEVER_A_PATH}")
+        errors.append(
+            f"'db' {db[:60]!r} is {problem}: {_NEVER_A_PATH}; name a declared database or a "
+            "thread file"
+        )
     rows = spec.get("expect_rows")
     if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 0):
         errors.append("'expect_rows' must be a non-negative integer")
@@ -74,14 +77,18 @@ def _not_a_name(db: str) -> str | None:
     """Why ``db`` is neither a database name nor a thread file path (None when it is one)."""
     if is_database_name(db):
         return None
-    if ":" in db:  # file: URIs, :memory:, C:\
-        return "is a URI or special name, not a database name or thread file path"
+    if ":" in db:  # file: URIs, :memory:, drive letters
+        return "a URI or a special name"
+    if db.startswith("/"):
+        return "an absolute path"
+    if ".." in db.split("/"):
+        return "a path climbing out with '..'"
     try:
         normal = validate_path(db)
     except PathError as exc:
-        return f"is not a database name or thread file path ({exc})"
+        return f"not a thread file path ({str(exc).removeprefix(f'path {db!r} ')})"
     if normal != db:
-        return f"is not a thread file path as written (it would be {normal!r})"
+        return f"not a thread file path as written (it would be {normal!r})"
     return None
 
 
