@@ -152,7 +152,7 @@ def _declared(name: str, path: str) -> _Database | str:
     """A snapshot of the declared file, taken by the host through a read-only connection
     (so a WAL database's recent writes are in it); evidence names the database, never its
     path, which the model is not shown."""
-    full = absolute(path)
+    full = absolute(path)  # symlinks resolved: the file the user meant, not a later swap
     if problem := database_problem(full):
         return f"declared database {name!r} {problem}"
     if (size := os.stat(full).st_size) > SQL_MAX_DB_BYTES:
@@ -202,9 +202,7 @@ def _thread_file(name: str, content: str) -> _Database | str:
             "U+00FF: store a database's bytes as latin-1 text"
         )
     if len(image) > SQL_MAX_DB_BYTES:
-        return (
-            f"thread file {name} has {len(image)} bytes; a check copies at most {SQL_MAX_DB_BYTES}"
-        )
+        return f"thread file {name} {_too_big(len(image))}"
     return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
 
 

@@ -15,7 +15,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, run, sandbox
-from agent.checks import describe_kinds, register_check, validate_check_spec
+from agent.checks import CheckScope, describe_kinds, register_check, validate_check_spec
 from agent.checks import registry as check_registry
 from agent.checks import run_check as _run_check
 from agent.checks import sql as sql_kind
@@ -669,6 +669,18 @@ def test_a_registered_custom_kind_is_dispatched_like_the_built_ins(registry):
     assert check({"kind": "word_count", "min": 3}, None)["evidence"] == (
         "artifact out.txt was not produced"
     )
+
+
+def test_a_kind_may_validate_a_spec_against_what_its_plan_step_will_reach(registry):
+    def needs_input(spec, scope):
+        return [] if spec["input"] in scope.files else [f"{spec['input']} is not an input"]
+
+    register_check("reads", always_passes, validate_in_scope=needs_input)
+    spec = {"kind": "reads", "input": "a.md"}
+
+    assert validate_check_spec(spec) == []  # outside a plan nothing is known of its step
+    assert validate_check_spec(spec, CheckScope(files=frozenset({"a.md"}))) == []
+    assert validate_check_spec(spec, CheckScope()) == ["a.md is not an input"]
 
 
 def test_re_registering_a_built_in_kind_raises(registry):
