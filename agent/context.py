@@ -136,8 +136,8 @@ class Context:
         metadata={
             "description": "SQLite databases that sql checks may query, as name=path pairs, "
             "comma-separated (e.g. chinook=/data/chinook.db); the planner sees the names, "
-            "never the paths, and a check opens no other file of the host. Adds to "
-            "build_graph(databases=...)."
+            "never the paths, and a check opens no other file of the host. Python callers may "
+            "pass {name: path}. Adds to build_graph(databases=...)."
         },
     )
     tool_calling: str = field(
@@ -293,9 +293,18 @@ def _database_problems(text: str) -> list[str]:
 
 def _absolute_databases(ctx: Context) -> None:
     """``databases`` with every path made absolute, so that a thread resumed from another
-    working directory opens the same files."""
-    if isinstance(ctx.databases, str):
-        ctx.databases = _absolute_text(ctx.databases)
+    working directory opens the same files; a mapping (a Python caller's ``{name: path}``)
+    becomes the same text."""
+    value: Any = ctx.databases
+    if isinstance(value, Mapping):
+        from agent.databases import DatabaseError, format_databases
+
+        try:
+            value = format_databases({str(n): os.fspath(p) for n, p in value.items()})
+        except (DatabaseError, TypeError):
+            return  # validate names it: the field takes text
+    if isinstance(value, str):
+        ctx.databases = _absolute_text(value)
 
 
 def _absolute_text(text: str) -> str:

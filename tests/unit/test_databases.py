@@ -154,6 +154,14 @@ def test_a_bad_context_declaration_is_named_with_its_field_and_variable(tmp_path
     assert problems[0].endswith("(from $DEEPREFLECT_DATABASES)")
 
 
+def test_the_context_takes_a_mapping_as_the_same_text(shop, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    ctx = Context(databases={"shop": Path("shop.db")})  # type: ignore[arg-type]
+
+    assert ctx.databases == f"shop={shop.resolve()}" and ctx.validate() == []
+
+
 @pytest.mark.parametrize("text", ["shop", "1x=/a.db", "a=/x,a=/y"])
 def test_a_malformed_context_declaration_declares_nothing_and_is_named(text):
     ctx = Context(databases=text)
