@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from agent.vfs import PathError, scratch_prefix, validate_path
+from agent.vfs import PathError, validate_path
 
 if TYPE_CHECKING:
     from agent.checks import CheckScope
@@ -129,7 +129,7 @@ def plan_errors(
 ) -> list[str]:
     """Everything wrong with a plan, so one retry can fix all of it at once. ``databases``
     are the names of the databases the user declared: a check may name only those, or a
-    file its step will hold (a dependency's output, its own scratch)."""
+    file a step it depends on writes."""
     from agent.checks import validate_check_spec
 
     errors: list[str] = []
@@ -173,12 +173,12 @@ def plan_errors(
 
 def _scope(step: Step, steps: list[Step], databases: Collection[str]) -> CheckScope:
     """What the step's check will reach when it runs (``agent.checks.CheckScope``): the
-    declared databases, its dependencies' outputs (``subagent_task``) and its scratch."""
+    declared databases and its dependencies' outputs (``subagent_task``)."""
     from agent.checks import CheckScope
 
     outputs = {s.step_id: s.expected_output for s in steps}
     files = frozenset(outputs[d] for d in step.depends_on if d in outputs and d != step.step_id)
-    return CheckScope(frozenset(databases), files, scratch_prefix(step.step_id))
+    return CheckScope(frozenset(databases), files)
 
 
 def parse_plan(

@@ -60,8 +60,6 @@ class CheckScope:
     """Names of the databases the user declared (``agent.databases``)."""
     files: frozenset[str] = frozenset()
     """VFS paths the step's check will see besides its artifact: its dependencies' outputs."""
-    scratch: str = ""
-    """The step's own scratch folder (``work/<step_id>/``): files it may write for itself."""
 
 
 ScopeValidator = Callable[[dict[str, Any], CheckScope], list[str]]

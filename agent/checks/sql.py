@@ -93,12 +93,11 @@ def _not_a_name(db: str) -> str | None:
 
 
 def _validate_sql_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
-    """A plan's ``db`` must be declared or be a file its step will hold; otherwise the plan
-    is refused with the names it may use."""
+    """A plan's ``db`` must be declared or be what a step it depends on writes (never the
+    step's own writing: then the artifact would choose the rows it is checked against);
+    otherwise the plan is refused with the names it may use."""
     db = spec["db"]
     if db in scope.databases or db in scope.files:
-        return []
-    if scope.scratch and db.startswith(scope.scratch):
         return []
     declared = ", ".join(sorted(scope.databases)) or "none is declared"
     files = ", ".join(sorted(scope.files)) or "its step depends on none"

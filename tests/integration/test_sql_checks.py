@@ -142,6 +142,34 @@ def test_a_declared_name_is_not_found_without_its_declaration(host, shop):
     )
 
 
+def test_a_thread_file_named_like_a_declared_database_cannot_stand_in_for_it(host, shop, level):
+    forged = "CREATE TABLE items (name TEXT); INSERT INTO items VALUES ('forged');"
+
+    report = check("shop", "SELECT name FROM items", {"shop": forged}, expect_rows=1)
+
+    assert not report["passed"] and report["evidence"] == "got 3 rows; expected 1"
+
+
+def test_a_reference_query_gets_no_more_than_the_query(host, shop, level):
+    attach = f"ATTACH DATABASE '{host / 'secret.db'}' AS s"
+
+    report = check("shop", "SELECT 1", reference=attach)
+
+    assert report["evidence"].startswith("refused: ATTACH")
+
+
+def test_a_declared_database_too_large_to_copy_is_refused_before_it_is_read(
+    host, shop, monkeypatch
+):
+    monkeypatch.setattr(sql_kind, "SQL_MAX_DB_BYTES", 1024)
+
+    report = check("shop", "SELECT 1")
+
+    assert not report["passed"]
+    assert report["evidence"].startswith("declared database 'shop' has ")
+    assert str(shop) not in report["evidence"]  # the model is never shown a declared path
+
+
 # -- a plan naming what it may not ----------------------------------------------------------
 
 
@@ -375,6 +403,24 @@ def test_a_plan_naming_host_paths_twice_stops_before_any_check_runs(tmp_path, ho
     assert result["status"] == "awaiting_input" and result["stop_reason"] == "invalid_plan"
     assert NEVER in result["escalation"]["question"]
     assert SECRET not in json.dumps(result, default=str)
+
+
+def test_a_plan_naming_the_store_of_the_running_graph_never_quotes_another_thread(host, shop):
+    store = host / ".deepreflect"
+    other = models([step("S1", "a.md")], [END])
+    graph, connection = sqlite_graph(store, other)
+    assert run(graph, SECRET, context=ctx(), thread_id="other")["status"] == "success"
+    connection.close()
+    bad = {"steps": sql_plan(".deepreflect/threads.sqlite")}
+    roles = models([bad, bad], [], writer(QUERY))
+    graph, _ = sqlite_graph(store, roles, databases={"shop": shop})
+
+    result = run(graph, "query the shop", context=ctx(), thread_id="t")
+
+    assert result["status"] == "awaiting_input" and result["stop_reason"] == "invalid_plan"
+    assert "declared database (shop)" in result["escalation"]["question"]
+    values = graph.get_state(thread_config("t")).values
+    assert SECRET not in json.dumps(values, default=str)
 
 
 @pytest.mark.parametrize(
