@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the scripted scenario (default demo; a wrong name lists them all)",
     )
     _budgets(demo)
+    _databases(demo)
     _db(demo, json_flag=True)
     _out(demo)
 
@@ -100,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _models(run_p)
     _budgets(run_p)
+    _databases(run_p)
     _mcp(run_p)
     _db(run_p, json_flag=True)
     _out(run_p)
@@ -114,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     act.add_argument("--stop", action="store_true", help="finish now: nothing more runs")
     _models(res, note=" (default: what the thread ran with)")
     _budgets(res, note=" for this turn (default: what the thread ran with)")
+    _databases(res, note=" (default: what the thread ran with)")
     _mcp(res)
     _db(res, json_flag=True)
     _out(res)
@@ -236,6 +239,16 @@ def _budgets(p: argparse.ArgumentParser, note: str = "") -> None:
     _setting(g, "--max-parallel", "subagents at once", type=int, metavar="N", env=env)
 
 
+def _databases(p: argparse.ArgumentParser, note: str = "") -> None:
+    p.add_argument(
+        "--database",
+        action="append",
+        metavar="NAME=PATH",
+        help="an SQLite file that sql checks may query by NAME (repeat for more); the planner "
+        "sees the names, never the paths ($DEEPREFLECT_DATABASES)" + note,
+    )
+
+
 def _mcp(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mcp-config",
@@ -260,12 +273,37 @@ def _context_overrides(args: argparse.Namespace) -> dict[str, Any]:
         for dest, field in _CONTEXT_FLAGS.items()
         if getattr(args, dest, None) is not None
     }
+    if getattr(args, "database", None):
+        overrides["databases"] = _declared_databases(args.database)
     critic = getattr(args, "critic_model", None)
     if critic is not None:
         _warn("--critic-model is deprecated: use --judge-model (it sets the judge)")
         overrides["critic_model"] = critic  # as Context(critic_model=...): the critic subagent
         overrides.setdefault("judge_model", critic)  # ... and the judge, unless given
     return overrides
+
+
+def _declared_databases(flags: Sequence[str]) -> str:
+    """``--database NAME=PATH`` flags as ``Context.databases`` text, each file checked and
+    its path made absolute now (a usage error naming the flag otherwise)."""
+    from agent.databases import DatabaseError, declare_databases, format_databases
+    from agent.errors import ConfigError
+
+    given: dict[str, str] = {}
+    try:
+        for flag in flags:
+            name, equals, path = flag.partition("=")
+            if not equals or not name.strip() or not path.strip():
+                msg = f"{flag!r} is not NAME=PATH"
+                raise DatabaseError(msg)
+            if name.strip() in given:
+                msg = f"database {name.strip()!r} is given twice"
+                raise DatabaseError(msg)
+            given[name.strip()] = path.strip()
+        return format_databases(declare_databases(given))
+    except DatabaseError as exc:
+        msg = f"--database: {exc}"
+        raise ConfigError(msg) from exc
 
 
 def _with_flags(ctx: Context, args: argparse.Namespace) -> Context:

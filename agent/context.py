@@ -131,6 +131,15 @@ class Context:
             "arguments or rejects. Adds to build_graph(interrupt_on=...)."
         },
     )
+    databases: str | None = field(
+        default=None,
+        metadata={
+            "description": "SQLite databases that sql checks may query, as name=path pairs, "
+            "comma-separated (e.g. chinook=/data/chinook.db); the planner sees the names, "
+            "never the paths, and a check opens no other file of the host. Python callers may "
+            "pass {name: path}. Adds to build_graph(databases=...)."
+        },
+    )
     tool_calling: str = field(
         default="auto",
         metadata={
@@ -154,6 +163,7 @@ class Context:
         defaults); then the deprecated ``critic_model`` is taken as ``judge_model``."""
         _apply_environment(self)
         self._take_old_judge_name()
+        _absolute_databases(self)
 
     def _take_old_judge_name(self) -> None:
         """``critic_model`` as ``judge_model`` for one release. Silent when both agree, as in
@@ -177,6 +187,18 @@ class Context:
         if not isinstance(self.interrupt_on, str):
             return []
         return [name.strip() for name in self.interrupt_on.split(",") if name.strip()]
+
+    def declared_databases(self) -> dict[str, str]:
+        """``databases`` as ``{name: absolute path}``; never raises (``validate`` names what
+        is wrong): text that does not parse declares nothing."""
+        from agent.databases import DatabaseError, absolute, parse_databases
+
+        if not isinstance(self.databases, str):
+            return {}
+        try:
+            return {name: absolute(path) for name, path in parse_databases(self.databases).items()}
+        except DatabaseError:
+            return {}
 
     def depth_cap(self) -> int:
         """The reflection depth cap in force: explicit, else by workload, never above 10.
@@ -215,7 +237,12 @@ class Context:
     def _source(self, name: str) -> str:
         """`` (from $DEEPREFLECT_X)`` when the field's value came from the environment."""
         raw = os.environ.get(ENV_PREFIX + name.upper())
-        if raw is None or _parsed(raw, _field_types()[name]) != getattr(self, name):
+        if raw is None:
+            return ""
+        parsed = _parsed(raw, _field_types()[name])
+        if name == "databases" and isinstance(parsed, str):
+            parsed = _absolute_text(parsed)  # as __post_init__ stored it
+        if parsed != getattr(self, name):
             return ""
         return f" (from ${ENV_PREFIX}{name.upper()})"
 
@@ -248,7 +275,48 @@ class Context:
             known = ", ".join(_STRUCTURED_OUTPUT)
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
             errors.append(("structured_output", msg))
+        if "databases" in typed and self.databases is not None:
+            errors += [("databases", f"databases: {p}") for p in _database_problems(self.databases)]
         return errors
+
+
+def _database_problems(text: str) -> list[str]:
+    """What is wrong with a ``databases`` text: its form, then each file it names."""
+    from agent.databases import DatabaseError, declare_databases
+
+    try:
+        declare_databases(text)
+    except DatabaseError as exc:
+        return [str(exc)]
+    return []
+
+
+def _absolute_databases(ctx: Context) -> None:
+    """``databases`` with every path made absolute, so that a thread resumed from another
+    working directory opens the same files; a mapping (a Python caller's ``{name: path}``)
+    becomes the same text."""
+    value: Any = ctx.databases
+    if isinstance(value, Mapping):
+        from agent.databases import DatabaseError, format_databases
+
+        try:
+            value = format_databases({str(n): os.fspath(p) for n, p in value.items()})
+        except (DatabaseError, TypeError):
+            return  # validate names it: the field takes text
+    if isinstance(value, str):
+        ctx.databases = _absolute_text(value)
+
+
+def _absolute_text(text: str) -> str:
+    """``name=path,...`` with absolute paths; text that does not parse is kept as it is, for
+    ``validate`` to name."""
+    from agent.databases import DatabaseError, absolute, format_databases, parse_databases
+
+    try:
+        declared = parse_databases(text)
+        return format_databases({n: absolute(p) for n, p in declared.items()}) or text
+    except DatabaseError:
+        return text
 
 
 _VALID: set[tuple[Any, ...]] = set()
@@ -355,5 +423,6 @@ def as_context(value: Any) -> Context:
         ctx = Context(**given)
         for name, given_value in given.items():  # given wins over the environment, even a
             setattr(ctx, name, given_value)  # value equal to the field's default
+        _absolute_databases(ctx)
         return ctx
     return Context()

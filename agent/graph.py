@@ -13,6 +13,7 @@ every edge.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -24,7 +25,8 @@ from langgraph.types import RetryPolicy
 
 from agent.approvals import InterruptOn, interrupt_config
 from agent.context import Context
-from agent.errors import is_transient
+from agent.databases import DatabaseError, declare_databases
+from agent.errors import ConfigError, is_transient
 from agent.loop import both_ways
 from agent.nodes import (
     ESCALATE_DESTINATIONS,
@@ -59,6 +61,15 @@ def with_default_tools(tools: Mapping[str, Sequence[Any]] | None) -> dict[str, l
     return merged
 
 
+def _declared(databases: Mapping[str, str | os.PathLike[str]] | None) -> dict[str, str]:
+    """``build_graph``'s databases, validated now (a bad one is a ``ConfigError``)."""
+    try:
+        return declare_databases(databases)
+    except DatabaseError as exc:
+        msg = f"build_graph(databases=...): {exc}"
+        raise ConfigError(msg) from exc
+
+
 def build_graph(
     *,
     models: Mapping[str, BaseChatModel | str] | None = None,
@@ -72,6 +83,7 @@ def build_graph(
     name: str = "deep_agent",
     state_schema: type[Any] = State,
     reflection_rules: Sequence[Rule] = RULES,
+    databases: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> CompiledStateGraph[Any, Context, InputState, Any]:
     """Build the deepreflect graph.
 
@@ -95,10 +107,18 @@ def build_graph(
         retry_policy: how transient model errors are retried (None disables retries).
         state_schema: ``State`` or a subclass adding keys of your own.
         reflection_rules: the rules reflection applies before asking the model, in order.
+        databases: name to the path of an SQLite file, e.g. ``{"chinook": "chinook.db"}``:
+            the databases a ``sql`` check may query (``{"kind": "sql", "db": "chinook"}``),
+            checked and made absolute now; the planner sees the names, never the paths.
+            ``Context.databases`` adds more per run (these win on a shared name).
+
+    Raises:
+        ConfigError: a database name is not an identifier, or its file is not SQLite.
     """
+    declared = _declared(databases)
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
-    planner = Planner(roles)
-    subagent = Subagent(roles, max_tool_turns, interrupt_config(interrupt_on))
+    planner = Planner(roles, declared)
+    subagent = Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared)
     reflection = Reflection(roles, reflection_rules)
 
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)

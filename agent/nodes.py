@@ -107,8 +107,9 @@ ROUTE: dict[rules.DecisionName, ReflectionRoute] = {
 class Planner:
     """Take in the turn, plan when asked, dispatch the ready steps."""
 
-    def __init__(self, roles: Roles) -> None:
+    def __init__(self, roles: Roles, databases: Mapping[str, str] | None = None) -> None:
         self.roles = roles
+        self.databases = dict(databases or {})
 
     async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
         ctx = as_context(runtime.context)
@@ -139,6 +140,7 @@ class Planner:
                 **asked,
                 max_plan_steps=ctx.max_plan_steps,
                 planning=ctx.planning,
+                databases=tuple(declared_databases(ctx, self.databases)),
             )
         except Exception as exc:
             return model_failure(exc, "planner", state, ctx, {"usage": metered.usage})
@@ -146,6 +148,11 @@ class Planner:
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
         return update | apply_plan(state, outcome.steps)
+
+
+def declared_databases(ctx: Context, declared: Mapping[str, str]) -> dict[str, str]:
+    """The run's databases: the Context's, then build_graph's, which win on a shared name."""
+    return ctx.declared_databases() | dict(declared)
 
 
 def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[PlannerRoute]:
@@ -240,10 +247,12 @@ class Subagent:
         roles: Roles,
         max_tool_turns: int,
         interrupt_on: Mapping[str, Mapping[str, Any]] | None = None,
+        databases: Mapping[str, str] | None = None,
     ) -> None:
         self.roles = roles
         self.max_tool_turns = max_tool_turns
         self.interrupt_on = dict(interrupt_on or {})
+        self.databases = dict(databases or {})
 
     async def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = as_context(runtime.context)
@@ -271,6 +280,7 @@ class Subagent:
             scope=call_scope(runtime, self._interrupt_on(ctx)),
             tool_calling=ctx.tool_calling,
             replay=current_channel("replay").get(step["step_id"]),
+            databases=declared_databases(ctx, self.databases),
         )
         run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
 from agent.vfs import PathError, validate_path
+
+if TYPE_CHECKING:
+    from agent.checks import CheckScope
 
 MAX_STEP_ID_CHARS = 40
 # A step id names its scratch folder, work/<step_id>/: a "/" would nest one step's scratch in
@@ -117,8 +120,16 @@ def _cycle(steps: list[Step]) -> list[str] | None:
     return None
 
 
-def plan_errors(steps: list[Step], *, actions: Collection[str], max_steps: int) -> list[str]:
-    """Everything wrong with a plan, so one retry can fix all of it at once."""
+def plan_errors(
+    steps: list[Step],
+    *,
+    actions: Collection[str],
+    max_steps: int,
+    databases: Collection[str] = (),
+) -> list[str]:
+    """Everything wrong with a plan, so one retry can fix all of it at once. ``databases``
+    are the names of the databases the user declared: a check may name only those, or a
+    file a step it depends on writes."""
     from agent.checks import validate_check_spec
 
     errors: list[str] = []
@@ -153,17 +164,28 @@ def plan_errors(steps: list[Step], *, actions: Collection[str], max_steps: int) 
         outputs.setdefault(step.expected_output, step.step_id)
         if step.expected_output.startswith("work/"):
             errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
-        for problem in validate_check_spec(step.done_when):
+        for problem in validate_check_spec(step.done_when, _scope(step, steps, databases)):
             errors.append(f"step {step.step_id}: done_when {problem}")
     if (cycle := _cycle(steps)) is not None:
         errors.append("dependency cycle: " + " -> ".join(cycle))
     return errors
 
 
+def _scope(step: Step, steps: list[Step], databases: Collection[str]) -> CheckScope:
+    """What the step's check will reach when it runs (``agent.checks.CheckScope``): the
+    declared databases and its dependencies' outputs (``subagent_task``)."""
+    from agent.checks import CheckScope
+
+    outputs = {s.step_id: s.expected_output for s in steps}
+    files = frozenset(outputs[d] for d in step.depends_on if d in outputs and d != step.step_id)
+    return CheckScope(frozenset(databases), files)
+
+
 def parse_plan(
-    data: Any, *, actions: Collection[str], max_steps: int
+    data: Any, *, actions: Collection[str], max_steps: int, databases: Collection[str] = ()
 ) -> tuple[list[Step] | None, list[str]]:
-    """Validate raw planner output; return the steps or the list of errors, never raise."""
+    """Validate raw planner output; return the steps or the list of errors, never raise.
+    ``databases``: the names of the databases the user declared (``plan_errors``)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -179,7 +201,7 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
-    errors = plan_errors(steps, actions=actions, max_steps=max_steps)
+    errors = plan_errors(steps, actions=actions, max_steps=max_steps, databases=databases)
     return (None, errors) if errors else (steps, [])
 
 

@@ -4,7 +4,7 @@ then the merge with the plan it replaces. No graph here: the planner node calls 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from agent.prompts import render
 from agent.subagents import SubAgent, describe_registry
 from agent.vfs import summarize_files
 
-__all__ = ["PlanOutcome", "ask_planner", "apply_plan"]
+__all__ = ["PlanOutcome", "ask_planner", "apply_plan", "describe_databases"]
 
 
 @dataclass
@@ -37,14 +37,18 @@ async def ask_planner(
     answer: str,
     max_plan_steps: int,
     planning: str = "upfront",
+    databases: Collection[str] = (),
 ) -> PlanOutcome:
-    """Plan (or replan) the goal; an invalid answer is retried once with its errors."""
+    """Plan (or replan) the goal; an invalid answer is retried once with its errors.
+    ``databases``: the names (never the paths) of the databases the user declared, which
+    the planner is shown and its sql checks may name."""
     files = state.get("files") or {}
     old = state.get("plan")
     system = render(
         "planner",
         actions=describe_registry(registry),
         check_kinds=describe_kinds(),
+        databases=describe_databases(databases),
         max_plan_steps=max_plan_steps,
         planning=render(f"planning_{planning}"),
     )
@@ -63,7 +67,9 @@ async def ask_planner(
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
         else:
-            steps, errors = parse_plan(draft, actions=registry, max_steps=max_plan_steps)
+            steps, errors = parse_plan(
+                draft, actions=registry, max_steps=max_plan_steps, databases=databases
+            )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
             return outcome
@@ -71,6 +77,13 @@ async def ask_planner(
         retry = render("planner_retry", errors="\n".join(f"- {e}" for e in outcome.errors))
         messages += [AIMessage(shown), HumanMessage(retry)]
     return outcome
+
+
+def describe_databases(names: Collection[str]) -> str:
+    """The planner prompt's line on the databases a sql check may name."""
+    if not names:
+        return render("planner_no_databases").rstrip()
+    return render("planner_databases", names=", ".join(sorted(names))).rstrip()
 
 
 def apply_plan(state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:

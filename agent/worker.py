@@ -89,8 +89,10 @@ class StepWorker:
         scope: CallScope | None = None,
         replay: Mapping[str, Any] | None = None,
         tool_calling: str = "auto",
+        databases: Mapping[str, str] | None = None,
     ) -> None:
         self.step = step
+        self.databases = dict(databases or {})  # declared by the user: what sql checks open
         self.step_id = str(step["step_id"])
         self.goal = goal
         self.round = round_no
@@ -310,6 +312,7 @@ class StepWorker:
                 judge=self.judge,
                 task=self.goal,
                 tool_outputs=tuple(self.tool_outputs),
+                databases=self.databases,
             )
         )
         self._event(

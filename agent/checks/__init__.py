@@ -21,6 +21,8 @@ from __future__ import annotations
 from agent.checks import citations, code, rubric, sql, text
 from agent.checks.registry import (
     CheckFn,
+    CheckScope,
+    current_databases,
     current_judge,
     current_tool_outputs,
     describe_kinds,
@@ -34,6 +36,8 @@ from agent.checks.report import CheckReport
 __all__ = [
     "CheckFn",
     "CheckReport",
+    "CheckScope",
+    "current_databases",
     "current_judge",
     "current_tool_outputs",
     "describe_kinds",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckFn",
     "CheckKind",
+    "CheckScope",
+    "ScopeValidator",
     "Validator",
     "builtin_kinds",
+    "current_databases",
     "current_judge",
     "current_tool_outputs",
     "describe_kinds",
@@ -46,6 +50,21 @@ CheckFn = Callable[[dict[str, Any], Mapping[str, str], str], CheckReport]
 Validator = Callable[[dict[str, Any]], list[str]]
 """Everything wrong with a spec of one kind (empty when usable)."""
 
+
+@dataclass(frozen=True)
+class CheckScope:
+    """What a check of a plan step will be able to reach when it runs, for validating the
+    plan before it does: what the user declared and the files the step will hold."""
+
+    databases: frozenset[str] = frozenset()
+    """Names of the databases the user declared (``agent.databases``)."""
+    files: frozenset[str] = frozenset()
+    """VFS paths the step's check will see besides its artifact: its dependencies' outputs."""
+
+
+ScopeValidator = Callable[[dict[str, Any], CheckScope], list[str]]
+"""Everything wrong with a (well-formed) spec of one kind in a plan step's scope."""
+
 # errors of the rubric judge's model that run_check re-raises instead of failing the artifact
 _MODEL_ERRORS = (ErrorClass.TRANSIENT, ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED)
 
@@ -60,6 +79,8 @@ class CheckKind:
     """Lists what is wrong with a spec; None accepts any spec of the kind."""
     describe: str
     """The one line the planner is shown, e.g. ``{"kind": "regex", "pattern": "..."}``."""
+    validate_in_scope: ScopeValidator | None = None
+    """Lists what is wrong with a spec in a plan step's scope; None accepts any."""
     builtin: bool = False
     """Sealed by ``agent.checks``: cannot be replaced."""
 
@@ -75,11 +96,13 @@ class _Lent:
     judge: ChatModelLike | None = None
     task: str = ""
     tool_outputs: tuple[str, ...] = ()
+    databases: tuple[tuple[str, str], ...] = ()
 
 
 # The rubric kind needs the judge and the task, the citations kind what the step's tools
-# returned; the table's signature has no room for them, so run_check lends them for the
-# duration of the call (thread- and task-safe).
+# returned, the sql kind the databases the user declared; the table's signature has no
+# room for them, so run_check lends them for the duration of the call (thread- and
+# task-safe).
 _NOTHING_LENT = _Lent()  # frozen: one shared default is safe
 _LENT: contextvars.ContextVar[_Lent] = contextvars.ContextVar(
     "deepreflect_check_lent", default=_NOTHING_LENT
@@ -92,11 +115,14 @@ def register_check(
     *,
     validate: Validator | None = None,
     describe: str | None = None,
+    validate_in_scope: ScopeValidator | None = None,
 ) -> None:
     """Add a check kind; registering a custom kind again replaces it, a built-in one raises.
 
     ``validate`` lists what is wrong with a spec (a plan with such a spec is refused with
-    them); ``describe`` is the one line the planner is shown (default ``{"kind": "<kind>"}``).
+    them); ``describe`` is the one line the planner is shown (default ``{"kind": "<kind>"}``);
+    ``validate_in_scope`` lists what is wrong with a valid spec given what its plan step
+    will reach (:class:`CheckScope`).
     """
     if not isinstance(kind, str) or not kind.strip() or not callable(fn):
         msg = "register_check needs a non-empty kind name and a callable"
@@ -105,14 +131,15 @@ def register_check(
     if existing is not None and existing.builtin:
         msg = f"check kind {kind!r} is built in and cannot be re-registered"
         raise ValueError(msg)
-    if validate is not None and not callable(validate):
-        msg = f"validate for check kind {kind!r} must be callable"
-        raise ValueError(msg)
+    for hook, given in (("validate", validate), ("validate_in_scope", validate_in_scope)):
+        if given is not None and not callable(given):
+            msg = f"{hook} for check kind {kind!r} must be callable"
+            raise ValueError(msg)
     line = json.dumps({"kind": kind}) if describe is None else describe
     if not isinstance(line, str) or not line.strip() or "\n" in line:
         msg = f"describe for check kind {kind!r} must be one non-blank line of text"
         raise ValueError(msg)
-    _CHECKS[kind] = CheckKind(fn, validate, line.strip())
+    _CHECKS[kind] = CheckKind(fn, validate, line.strip(), validate_in_scope)
 
 
 def seal_builtin_kinds() -> None:
@@ -145,8 +172,16 @@ def current_tool_outputs() -> tuple[str, ...]:
     return _LENT.get().tool_outputs
 
 
-def validate_check_spec(spec: Any) -> list[str]:
-    """Everything wrong with a ``done_when`` spec (empty when usable); the planner calls it too."""
+def current_databases() -> dict[str, str]:
+    """The databases the user declared, ``{name: absolute path}``, as :func:`run_check` lent
+    them to the check now running (empty when the caller declared none)."""
+    return dict(_LENT.get().databases)
+
+
+def validate_check_spec(spec: Any, scope: CheckScope | None = None) -> list[str]:
+    """Everything wrong with a ``done_when`` spec (empty when usable); the planner calls it
+    too, with the ``scope`` of the plan step, so that a check naming what its step will not
+    reach is refused before it runs."""
     if spec is None:
         return []
     if isinstance(spec, str):
@@ -159,8 +194,11 @@ def validate_check_spec(spec: Any) -> list[str]:
         return [f"needs a 'kind', one of: {known}"]
     if not isinstance(kind, str) or kind not in _CHECKS:
         return [f"unknown check kind {kind!r}; known kinds: {known}"]
-    validate = _CHECKS[kind].validate
-    return validate(dict(spec)) if validate else []
+    entry = _CHECKS[kind]
+    errors = entry.validate(dict(spec)) if entry.validate else []
+    if errors or scope is None or entry.validate_in_scope is None:
+        return errors
+    return entry.validate_in_scope(dict(spec), scope)
 
 
 def needs_strings(spec: dict[str, Any], key: str) -> list[str]:
@@ -179,14 +217,18 @@ def run_check(
     judge: ChatModelLike | None = None,
     task: str = "",
     tool_outputs: Sequence[str] = (),
+    databases: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> CheckReport:
     """Check the artifact ``files[path]`` against ``spec``; never raises (but for the judge).
 
     ``None`` means ``{"kind": "non_empty"}``; a string is a rubric with that one criterion.
     ``files`` maps paths to contents (a ``FileEntry``'s ``content`` is accepted too).
     ``judge`` and ``task`` serve the rubric kind; ``tool_outputs``, the text of every result
-    the step's tools returned while it drafted, serves the citations kind. Check functions
-    read them through :func:`current_judge` and :func:`current_tool_outputs`.
+    the step's tools returned while it drafted, serves the citations kind; ``databases``,
+    the SQLite files the user declared by name, serves the sql kind (a plan's ``db`` names
+    one of them or a file of ``files``, never a host path). Check functions read them
+    through :func:`current_judge`, :func:`current_tool_outputs` and
+    :func:`current_databases`.
     """
     errors = validate_check_spec(spec)
     normal = _normalise(spec) if not errors else {}
@@ -196,7 +238,8 @@ def run_check(
     contents = _contents(files)
     if kind != "exists" and path not in contents:
         return make_report(kind, False, 0.0, f"artifact {path} was not produced")
-    token = _LENT.set(_Lent(judge, task, _texts(tool_outputs)))
+    declared = tuple((str(n), os.fspath(p)) for n, p in (databases or {}).items())
+    token = _LENT.set(_Lent(judge, task, _texts(tool_outputs), declared))
     try:
         report = _CHECKS[kind].fn(normal, contents, path)
     except Exception as exc:  # a check must fail with evidence, never crash the graph

@@ -1,34 +1,69 @@
-"""The ``sql`` kind: the artifact is a query, run read-only against an SQLite file on disk.
+"""The ``sql`` kind: the artifact is a query, run read-only against a database named by ``db``.
 
-The query runs in the sandbox (``agent/sandbox/sql_runner.py``: an authorizer that allows only
-reads, a time limit, a row cap) as a throw-away user, so a database the host alone may read
-stays unread. With a ``reference`` query the results must be equal, in order only when the
-reference itself orders them; numbers compare exactly.
+``db`` is a name a plan gives, so it never reaches the host's filesystem: it is a database
+the user declared (``build_graph(databases=...)``, ``Context.databases``, ``--database``;
+``run_check(..., databases=...)``), whose snapshot the host takes, or a file of the thread
+(an SQLite file stored byte for byte as latin-1 text, or SQL text such as a ``.dump``). The
+database travels into the sandbox with the job (``agent/sandbox/sql_runner.py``), which
+loads it into memory and runs the queries under an authorizer that allows only reads, with a
+time limit and caps on values, rows and result size. With a ``reference`` query the results
+must be equal, in order only when the reference itself orders them; numbers compare exactly.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import math
+import os
 import re
+import sqlite3
 import stat
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
-from agent.checks.registry import register_check
+from agent.checks.registry import CheckScope, current_databases, register_check
 from agent.checks.report import CheckReport, make_report, short
+from agent.databases import SQLITE_HEADER, absolute, database_problem, is_database_name
 from agent.sandbox import Job, program, run_jobs
+from agent.vfs import PathError, validate_path
 
 SQL_TIME_LIMIT_S = 2.0
 SQL_MAX_ROWS = 10_000
+SQL_MAX_RESULT_BYTES = 8_000_000
+SQL_MAX_DB_BYTES = 32 * 1024 * 1024
+"""The largest database a check copies into its sandbox (it is loaded into memory there)."""
 Row = tuple[Any, ...]
+_NEVER_A_PATH = "a check never opens a host path"
+
+
+@dataclass(frozen=True)
+class _Database:
+    """The database a check runs against, as the job carries it into the sandbox."""
+
+    form: str
+    """``image`` (base64 of an SQLite file) or ``script`` (SQL text to build one from)."""
+    text: str
+    size: int
+    """Bytes of the database (or its SQL text)."""
 
 
 def _validate_sql(spec: dict[str, Any]) -> list[str]:
     errors = []
-    if not isinstance(spec.get("db"), str) or not spec["db"].strip():
-        errors.append("kind 'sql' needs 'db': the path of an SQLite database file")
+    db = spec.get("db")
+    if not isinstance(db, str) or not db.strip():
+        errors.append(
+            "kind 'sql' needs 'db': the name of a declared database or the path of a thread "
+            "file holding an SQLite database or SQL text"
+        )
+    elif problem := _not_a_name(db):
+        errors.append(
+            f"'db' {db[:60]!r} is {problem}: {_NEVER_A_PATH}; name a declared database or a "
+            "thread file"
+        )
     rows = spec.get("expect_rows")
     if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 0):
         errors.append("'expect_rows' must be a non-negative integer")
@@ -38,17 +73,49 @@ def _validate_sql(spec: dict[str, Any]) -> list[str]:
     return errors
 
 
+def _not_a_name(db: str) -> str | None:
+    """Why ``db`` is neither a database name nor a thread file path (None when it is one)."""
+    if is_database_name(db):
+        return None
+    if ":" in db:  # file: URIs, :memory:, drive letters
+        return "a URI or a special name"
+    if db.startswith("/"):
+        return "an absolute path"
+    if ".." in db.split("/"):
+        return "a path climbing out with '..'"
+    try:
+        normal = validate_path(db)
+    except PathError as exc:
+        return f"not a thread file path ({str(exc).removeprefix(f'path {db!r} ')})"
+    if normal != db:
+        return f"not a thread file path as written (it would be {normal!r})"
+    return None
+
+
+def _validate_sql_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
+    """A plan's ``db`` must be declared or be what a step it depends on writes (never the
+    step's own writing: then the artifact would choose the rows it is checked against);
+    otherwise the plan is refused with the names it may use."""
+    db = spec["db"]
+    if db in scope.databases or db in scope.files:
+        return []
+    declared = ", ".join(sorted(scope.databases)) or "none is declared"
+    files = ", ".join(sorted(scope.files)) or "its step depends on none"
+    return [
+        f"sql check names database {db!r}, which its step cannot open: use a declared database "
+        f"({declared}) or a file a step it depends on writes ({files}); {_NEVER_A_PATH}"
+    ]
+
+
 def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
     query = files[path].strip()
-    db = Path(spec["db"])
     if not query:
         return make_report("sql", False, 0.0, f"{path} holds no query")
-    if not db.is_file():
-        return make_report("sql", False, 0.0, f"database {spec['db']} not found")
-    if problem := _unreadable_by_others(db):
-        return make_report("sql", False, 0.0, problem)
+    database = _database(spec["db"], files, path)
+    if isinstance(database, str):
+        return make_report("sql", False, 0.0, database)
     queries = [query] + ([spec["reference"]] if spec.get("reference") else [])
-    outcomes = _run_queries(db, queries)
+    outcomes = _run_queries(database, queries, spec["db"])
     if isinstance(outcomes, str):
         return make_report("sql", False, 0.0, outcomes)
     for outcome in outcomes:
@@ -65,6 +132,120 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
     return make_report("sql", True, 1.0, f"query returned {len(rows)} rows")
 
 
+def _database(name: str, files: Mapping[str, str], path: str) -> _Database | str:
+    """The database ``name`` stands for: a declared one, else a file of the thread; never
+    a host path (evidence saying which names there are otherwise)."""
+    declared = current_databases()
+    if name in declared:
+        return _declared(name, declared[name])
+    if name in files and name != path:
+        return _thread_file(name, files[name])
+    names = ", ".join(sorted(declared)) or "none"
+    return (
+        f"database {name[:80]!r} is neither a declared database (declared: {names}) nor a "
+        f"file of the thread; {_NEVER_A_PATH}"
+    )
+
+
+def _declared(name: str, path: str) -> _Database | str:
+    """A snapshot of the declared file, taken by the host through a read-only connection
+    (so a WAL database's recent writes are in it); evidence names the database, never its
+    path, which the model is not shown."""
+    full = absolute(path)  # symlinks resolved: the file the user meant, not a later swap
+    if problem := database_problem(full):
+        return f"declared database {name!r} {problem}"
+    if (size := os.stat(full).st_size) > SQL_MAX_DB_BYTES:
+        return f"declared database {name!r} {_too_big(size)}"
+    try:
+        image = _snapshot(full)
+    except (sqlite3.Error, OSError) as exc:
+        return f"declared database {name!r} cannot be read: {type(exc).__name__}: {exc}"
+    if len(image) > SQL_MAX_DB_BYTES:
+        return f"declared database {name!r} {_too_big(len(image))}"
+    return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
+
+
+def _too_big(size: int) -> str:
+    return f"has {size} bytes; a check copies at most {SQL_MAX_DB_BYTES} into its sandbox"
+
+
+def _snapshot(path: str) -> bytes:
+    """The database's bytes as a reader sees them; the file's own bytes when SQLite cannot
+    open it read-only (a WAL database in a folder this process may not write)."""
+    try:
+        connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+        try:
+            return connection.serialize()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise
+            return handle.read(SQL_MAX_DB_BYTES + 1)
+
+
+def _thread_file(name: str, content: str) -> _Database | str:
+    """A thread file as a database: an SQLite file stored byte for byte (latin-1 text,
+    the one lossless mapping of bytes to text), or SQL text to build one from."""
+    if not content.startswith(SQLITE_HEADER.decode("latin-1")):
+        if len(content) > SQL_MAX_DB_BYTES:
+            return f"thread file {name} {_too_big(len(content))}"
+        return _Database("script", content, len(content.encode("utf-8", "surrogatepass")))
+    try:
+        image = content.encode("latin-1")
+    except UnicodeEncodeError:
+        return (
+            f"thread file {name} starts like an SQLite database but holds characters above "
+            "U+00FF: store a database's bytes as latin-1 text"
+        )
+    if len(image) > SQL_MAX_DB_BYTES:
+        return f"thread file {name} {_too_big(len(image))}"
+    return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
+
+
+def _run_queries(database: _Database, queries: list[str], name: str) -> list[dict[str, Any]] | str:
+    """Run the queries in the sandbox, bounded in time, memory and rows (evidence on failure)."""
+    carried = "database.b64" if database.form == "image" else "database.sql"
+    config = {
+        "database": {database.form: carried},
+        "queries": "queries.json",
+        "time_limit_s": SQL_TIME_LIMIT_S,
+        "max_rows": SQL_MAX_ROWS,
+        "max_result_bytes": SQL_MAX_RESULT_BYTES,
+    }
+    job = Job(
+        files={
+            "sql_runner.py": program("sql_runner.py"),
+            "queries.json": json.dumps(queries),
+            carried: database.text,
+        },
+        argv=["sql_runner.py", json.dumps(config)],
+        report=True,
+    )
+    # start-up, the build of a script, then each query; each is interrupted at its limit
+    timeout = SQL_TIME_LIMIT_S * (len(queries) + 1) + 5.0
+    memory_mb = 256 + 4 * math.ceil(database.size / 2**20)  # the image is decoded in memory
+    result = run_jobs([job], timeout_s=timeout, memory_mb=memory_mb)[0]
+    try:
+        report = json.loads(result.report)
+        finished = report["finished"] is True
+    except (ValueError, KeyError, TypeError):
+        finished = False
+    if not finished or result.killed_reason or result.returncode != 0:
+        reason = result.killed_reason or f"exit code {result.returncode}"
+        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
+        return f"query failed: the query was stopped ({reason}) {tail}".strip()
+    if "database_error" in report:
+        return f"database {name[:80]!r} cannot be opened: {report['database_error']}"
+    return list(report["results"])
+
+
+def _row(cells: list[Any]) -> Row:
+    return tuple(bytes.fromhex(c["b"]) if isinstance(c, dict) else c for c in cells)
+
+
 def _against_reference(rows: list[Row], reference: list[Row], query: str) -> CheckReport:
     """Equal to the reference's rows; the reference says whether order matters, never the
     query under check."""
@@ -74,47 +255,6 @@ def _against_reference(rows: list[Row], reference: list[Row], query: str) -> Che
         return make_report("sql", False, 0.0, difference)
     how = "in order" if ordered else "as a multiset"
     return make_report("sql", True, 1.0, f"{len(rows)} rows, equal to the reference ({how})")
-
-
-def _unreadable_by_others(db: Path) -> str | None:
-    """The check reads as an unprivileged user: a database the host alone may read is not
-    the check's to read, whatever the plan says (a 0600 file, a 0700 folder)."""
-    full = db.resolve()
-    if not full.stat().st_mode & stat.S_IROTH:
-        return f"database {db} is not readable by other users (the check reads as one)"
-    for folder in full.parents:
-        if not folder.stat().st_mode & stat.S_IXOTH:
-            return f"database {db} is in {folder}, which other users cannot enter"
-    return None
-
-
-def _run_queries(db: Path, queries: list[str]) -> list[dict[str, Any]] | str:
-    """Run the queries in the sandbox, bounded in time, memory and rows (evidence on failure)."""
-    config = {
-        "db": str(db.resolve()),
-        "queries": "queries.json",
-        "time_limit_s": SQL_TIME_LIMIT_S,
-        "max_rows": SQL_MAX_ROWS,
-    }
-    job = Job(
-        files={"sql_runner.py": program("sql_runner.py"), "queries.json": json.dumps(queries)},
-        argv=["sql_runner.py", json.dumps(config)],
-        readable=[str(db.resolve())],
-        report=True,
-    )
-    timeout = SQL_TIME_LIMIT_S + 5.0  # interpreter start-up; the query itself is interrupted
-    result = run_jobs([job], timeout_s=timeout, memory_mb=256, isolation="process")[0]
-    try:
-        outcomes = json.loads(result.report)["results"]
-    except (ValueError, KeyError, TypeError):
-        reason = result.killed_reason or f"exit code {result.returncode}"
-        tail = " | ".join(result.stderr.strip().splitlines()[-2:])
-        return f"query failed: the query was stopped ({reason}) {tail}".strip()
-    return outcomes
-
-
-def _row(cells: list[Any]) -> Row:
-    return tuple(bytes.fromhex(c["b"]) if isinstance(c, dict) else c for c in cells)
 
 
 def _has_top_level_order_by(query: str) -> bool:
@@ -171,5 +311,9 @@ def register() -> None:
         "sql",
         _check_sql,
         validate=_validate_sql,
-        describe='{"kind": "sql", "db": "<path>", "reference": "SELECT ..."}',
+        validate_in_scope=_validate_sql_in_scope,
+        describe=(
+            '{"kind": "sql", "db": "<a declared database, or a file a step it depends on '
+            'writes>", "reference": "SELECT ..."}'
+        ),
     )

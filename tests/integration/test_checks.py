@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import re
-import shutil
 import sqlite3
 import string
 import sys
-import tempfile
 import time
 import types
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, run, sandbox
-from agent.checks import describe_kinds, register_check, validate_check_spec
+from agent.checks import CheckScope, describe_kinds, register_check, validate_check_spec
 from agent.checks import registry as check_registry
 from agent.checks import run_check as _run_check
 from agent.checks import sql as sql_kind
@@ -372,17 +369,8 @@ def test_pytest_check_fails_naming_a_missing_test_file():
 
 
 @pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A folder any user may enter: the check reads databases as an unprivileged user."""
-    folder = Path(tempfile.mkdtemp(prefix="deepreflect-sql-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder)
-
-
-@pytest.fixture
-def db(shared_dir: Path) -> Path:
-    path = shared_dir / "shop.sqlite"
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.sqlite"
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE t (id INTEGER, name TEXT, price REAL)")
         connection.executemany(
@@ -390,17 +378,15 @@ def db(shared_dir: Path) -> Path:
             [(1, "apple", 0.5), (2, "bread", 2.0), (3, "cheese", 7.25)],
         )
     connection.close()
-    path.chmod(0o644)
     return path
 
 
-def test_sql_check_never_reads_a_database_other_users_may_not(db):
-    db.chmod(0o600)
+def test_sql_check_reads_a_declared_database_the_host_alone_may_read(db):
+    db.chmod(0o600)  # the user declared it: the host takes the snapshot the sandbox reads
 
-    report = sql_check(db, "SELECT * FROM t")
+    report = sql_check(db, "SELECT name FROM t WHERE price > 7")
 
-    assert not report["passed"] and "not readable by other users" in report["evidence"]
-    assert "cheese" not in report["evidence"]
+    assert report["passed"] and report["evidence"] == "query returned 1 rows"
 
 
 def test_sql_check_judges_order_from_the_reference_not_the_query(db):
@@ -431,7 +417,9 @@ def test_sql_check_bounds_a_query_that_builds_huge_values(db):
 
 
 def sql_check(db: Path, query: str, **spec):
-    return run_check({"kind": "sql", "db": str(db), **spec}, {"q.sql": query}, "q.sql")
+    """The query against ``db``, declared as ``shop``."""
+    files = {"q.sql": query}
+    return run_check({"kind": "sql", "db": "shop", **spec}, files, "q.sql", databases={"shop": db})
 
 
 def row_count(db: Path) -> int:
@@ -540,10 +528,12 @@ def test_sql_check_bounds_the_rows_it_fetches(db, monkeypatch):
     assert report["evidence"] == "query failed: the query returned more than 2 rows"
 
 
-def test_sql_check_fails_for_a_missing_database(tmp_path):
+def test_sql_check_fails_for_a_declared_database_gone_since(tmp_path):
     report = sql_check(tmp_path / "nope.sqlite", "SELECT 1")
 
-    assert report["evidence"] == f"database {tmp_path / 'nope.sqlite'} not found"
+    assert report["evidence"] == (
+        "declared database 'shop' cannot be read (No such file or directory)"
+    )
 
 
 # -- rubric ---------------------------------------------------------------------------------
@@ -679,6 +669,18 @@ def test_a_registered_custom_kind_is_dispatched_like_the_built_ins(registry):
     assert check({"kind": "word_count", "min": 3}, None)["evidence"] == (
         "artifact out.txt was not produced"
     )
+
+
+def test_a_kind_may_validate_a_spec_against_what_its_plan_step_will_reach(registry):
+    def needs_input(spec, scope):
+        return [] if spec["input"] in scope.files else [f"{spec['input']} is not an input"]
+
+    register_check("reads", always_passes, validate_in_scope=needs_input)
+    spec = {"kind": "reads", "input": "a.md"}
+
+    assert validate_check_spec(spec) == []  # outside a plan nothing is known of its step
+    assert validate_check_spec(spec, CheckScope(files=frozenset({"a.md"}))) == []
+    assert validate_check_spec(spec, CheckScope()) == ["a.md is not an input"]
 
 
 def test_re_registering_a_built_in_kind_raises(registry):
