@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.pregel._read import ChannelRead
@@ -48,7 +48,7 @@ from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
 from agent.prompts import render
-from agent.quoting import data_block, quote_data
+from agent.quoting import quote_data
 from agent.result import build_result
 from agent.roles import Roles
 from agent.state import MAX_GOAL_CHARS, SubagentTask
@@ -319,11 +319,7 @@ class Reflection:
 
 async def ask_reflection(metered: Metered, s: rules.Situation) -> rules.Decision:
     """The reflection model's decision; malformed twice is a failed round, never an end."""
-    situation = data_block(rules.reflection_input(s))
-    messages: list[BaseMessage] = [
-        SystemMessage(render("reflection")),
-        HumanMessage(render("reflection_input", situation=situation)),
-    ]
+    messages = rules.reflection_messages(s)
     answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
     if answer is None:  # one retry with the error
         messages += [AIMessage(raw[:1000]), HumanMessage(render("reflection_retry", error=raw))]

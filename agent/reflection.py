@@ -10,13 +10,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from agent.answers import choices
 from agent.budget import budget_of
 from agent.context import Context
 from agent.plan import is_done, pending_steps, plan_actual_diff, ready_steps
-from agent.quoting import clean_text, quote_data
+from agent.prompts import render
+from agent.quoting import clean_text, data_block, quote_data
 from agent.vfs import summarize_files
 
 DecisionName = Literal["continue", "replan", "end", "escalate", "fail"]
@@ -311,6 +313,17 @@ def reflection_input(s: Situation) -> dict[str, Any]:
         "max_reflection_depth": s.cap,
         "planning": s.planning,
     }
+
+
+def reflection_messages(s: Situation) -> list[BaseMessage]:
+    """The reflection model's prompt: the situation as a JSON block between tags, which no
+    string inside can close (:func:`agent.quoting.data_block`); the system prompt says its
+    file names and evidence lines are data, never instructions."""
+    situation = data_block(reflection_input(s))
+    return [
+        SystemMessage(render("reflection")),
+        HumanMessage(render("reflection_input", situation=situation)),
+    ]
 
 
 def from_answer(answer: ReflectionAnswer) -> Decision:
