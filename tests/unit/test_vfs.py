@@ -1,6 +1,9 @@
 import re
+import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.vfs import (
     PathError,
@@ -264,3 +267,35 @@ def test_rewriting_the_same_file_is_not_a_collision():
     ws = Workspace({"slugify.py": "x"}, writable=["slugify.py"])
     ws.write("slugify.py", "y")
     assert ws.contents() == {"slugify.py": "y"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(path=st.text(min_size=1, max_size=60))
+def test_any_path_is_refused_with_a_path_error_or_stored_in_one_stable_spelling(path):
+    try:
+        stored = validate_path(path)
+    except PathError as exc:
+        assert str(exc).isprintable()
+        return
+    assert unicodedata.is_normalized("NFC", stored) and validate_path(stored) == stored
+    assert stored.isprintable() and validate_path(unicodedata.normalize("NFD", path)) == stored
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from(
+            ["a.md", "A.md", "caf\u00e9.md", "cafe\u0301.md", "CAF\u00c9.md", "b.md", "\uff41.md"]
+        ),
+        max_size=8,
+    )
+)
+def test_a_workspace_never_holds_two_names_a_reader_would_confuse(names):
+    ws = Workspace({}, writable=names)
+    for name in names:
+        try:
+            ws.write(name, "x")
+        except PathError:
+            pass
+    folded = [n.casefold() for n in ws.ls()]
+    assert len(folded) == len(set(folded))
