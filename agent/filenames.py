@@ -5,9 +5,9 @@ composed one are one file. A name is refused when what a reader sees is not what
 invisible or bidi-control characters, compatibility forms that fold to other letters
 (fullwidth ``ｓｌｕｇｉｆｙ.py``), letters of several scripts in one name (a Cyrillic ``а``
 in ``slugify.py``), a non-ASCII name that reads exactly like an ASCII one, digits of two
-number systems. The rules follow Unicode's security mechanisms (UTS #39: mixed-script
-detection with its CJK exceptions, confusable skeletons); the script and confusable data
-come from ``confusable_homoglyphs``, which ships Unicode's tables.
+number systems. The rules follow Unicode's security mechanisms (UTS #39): mixed-script
+detection within a word, with its CJK exceptions, and its confusables table for a word
+whose every letter has an ASCII look-alike; ``confusable_homoglyphs`` ships both tables.
 """
 
 from __future__ import annotations

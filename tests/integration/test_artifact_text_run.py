@@ -131,3 +131,22 @@ def test_an_nfd_artifact_name_and_its_nfc_write_are_one_file(tmp_path):
     state = graph.get_state(thread_config("t")).values
     assert list(state["files"]) == [nfc] and state["files"][nfc]["status"] == "done"
     assert state["plan"]["steps"][0]["expected_output"] == nfc
+
+
+@pytest.mark.parametrize(
+    ("outputs", "why"),
+    [
+        (["slug\u0456fy.py"], "use the plain name 'slugify.py'"),
+        (["report\u202e.md"], "invisible character U+202E"),
+        (["Slugify.py", "slugify.py"], "only by letter case"),
+    ],
+    ids=["homoglyph", "bidi", "case twins"],
+)
+def test_a_plan_naming_confusable_artifacts_is_retried_with_the_reason(tmp_path, outputs, why):
+    plan = [step(f"S{i}", out) for i, out in enumerate(outputs, 1)]
+    roles = models([{"steps": plan}, {"steps": plan}], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run_graph(graph)
+    assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")
+    assert why in str(roles["planner"].calls[1][-1].content)  # the retry says what to fix
+    assert result["escalation"]["question"].isprintable()
