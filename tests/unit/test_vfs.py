@@ -130,6 +130,8 @@ CONFUSABLE_NAMES = {
     "math bold": ("\U0001d42c\U0001d425\U0001d42e\U0001d420.py", "compatibility form"),
     "superscript": ("x\u00b2.py", "compatibility form"),
     "circled": ("\u24d0.md", "compatibility form"),
+    "dot leaders climbing out": ("\u2024\u2024/etc/passwd", "compatibility form"),
+    "fullwidth dots": ("\uff0e\uff0e/x.md", "compatibility form"),
     # invisible and bidi controls
     "rtl override": ("evil\u202eyp.txt", "invisible"),
     "rtl override in a folder": ("work/S1/\u202egnp.exe", "invisible"),
