@@ -4,6 +4,7 @@ is never approval)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,11 +14,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.prompts import render
+from agent.quoting import quote_data
 
 Severity = Literal["blocking", "major", "minor"]
 SEVERITY_ORDER: dict[str, int] = {"blocking": 0, "major": 1, "minor": 2}
 RUBRIC_ONLY_EVIDENCE = "rubric review only (no executable evidence)"
 _EVIDENCE_CHARS = 500  # a CheckReport's evidence is a short quote, not a transcript
+CRITIC_EVIDENCE_CHARS = 2_000  # the most of a check's evidence the critic is shown
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 # Where a failure points: a traceback frame, `path.ext:12`, or a bare `line 12`.
@@ -169,7 +172,8 @@ def critic_messages(
     human = render(
         "critic_input",
         task=task,
-        path=path,
+        path=json.dumps(path, ensure_ascii=False),
+        fence=artifact_fence(draft),
         draft=draft,
         evidence=_evidence_text(evidence),
         rubric=_rubric_text(rubric),
@@ -177,13 +181,25 @@ def critic_messages(
     return [SystemMessage(render("critic")), HumanMessage(human)]
 
 
+def artifact_fence(draft: str) -> str:
+    """The tag around the draft in the critic's prompt, named after the draft's own hash:
+    a draft cannot contain the tag that closes it, so it cannot go on as evidence or as
+    instructions after a forged end of the artifact."""
+    return "artifact-" + hashlib.sha256(draft.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _evidence_text(evidence: str | Mapping[str, Any]) -> str:
+    """The check's verdict in our words, its evidence (text the artifact influences) as
+    quoted data (:func:`agent.quoting.quote_data`)."""
     if isinstance(evidence, Mapping):
         verdict = "passed" if evidence.get("passed") else "FAILED"
         score = float(evidence.get("score", 0.0))
         kind = evidence.get("kind", "check")
-        return f"{kind} check {verdict} (score {score:.2f}): {evidence.get('evidence', '')}"
-    return evidence.strip() or "(none)"
+        quoted = quote_data("evidence", evidence.get("evidence", ""), CRITIC_EVIDENCE_CHARS)
+        return f"{kind} check {verdict} (score {score:.2f}): {quoted}"
+    if not evidence.strip() or evidence == RUBRIC_ONLY_EVIDENCE:
+        return evidence.strip() or "(none)"  # our own words
+    return quote_data("evidence", evidence, CRITIC_EVIDENCE_CHARS)
 
 
 def _rubric_text(rubric: str | Sequence[str]) -> str:

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.pregel._read import ChannelRead
@@ -48,6 +48,7 @@ from agent.models import JUDGE, Metered, merge_usage, total_tokens
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
 from agent.prompts import render
+from agent.quoting import quote_data
 from agent.result import build_result
 from agent.roles import Roles
 from agent.state import MAX_GOAL_CHARS, SubagentTask
@@ -328,11 +329,7 @@ class Reflection:
 
 async def ask_reflection(metered: Metered, s: rules.Situation) -> rules.Decision:
     """The reflection model's decision; malformed twice is a failed round, never an end."""
-    situation = json.dumps(rules.reflection_input(s), indent=1)
-    messages: list[BaseMessage] = [
-        SystemMessage(render("reflection")),
-        HumanMessage(render("reflection_input", situation=situation)),
-    ]
+    messages = rules.reflection_messages(s)
     answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
     if answer is None:  # one retry with the error
         messages += [AIMessage(raw[:1000]), HumanMessage(render("reflection_retry", error=raw))]
@@ -395,12 +392,12 @@ def invalid_plan(errors: list[str]) -> rules.Decision:
     shown = "; ".join(errors)
     return rules.Decision(
         "escalate",
-        "invalid_plan: " + shown[:400],
+        "invalid_plan: " + quote_data("errors", shown, 400),
         forced=True,
         counts_depth=False,
         stop_reason="invalid_plan",
         question="The planner could not produce a valid plan after one retry ("
-        + shown[:300]
+        + quote_data("errors", shown, 300)
         + "). Can you clarify or narrow the goal?",
         suggested_responses=["narrow the goal to: <goal>", "stop here"],
     )
@@ -423,7 +420,8 @@ def model_failure(
         forced=True,
         counts_depth=False,
         stop_reason="unknown_error",
-        question=f"The {role} model failed with an unexpected error ({evidence}). Retry?",
+        question=f"The {role} model failed with an unexpected error "
+        f"({quote_data('error', evidence, 300)}). Retry?",
         suggested_responses=["retry", "stop here"],
     )
     return command_for(decision, state, ctx, update)

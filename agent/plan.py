@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
+from agent.filenames import fold, nfc
 from agent.vfs import PathError, validate_path
 
 if TYPE_CHECKING:
@@ -53,6 +54,17 @@ class Step(BaseModel):
     def _id_is_a_safe_name(cls, value: str) -> str:
         if (problem := step_id_problem(value)) is not None:
             raise ValueError(problem)
+        return value
+
+    @field_validator("done_when")
+    @classmethod
+    def _check_paths_in_nfc(cls, value: dict[str, Any] | str) -> dict[str, Any] | str:
+        # the one spelling the VFS stores names under, so the check finds the files
+        if not isinstance(value, dict):
+            return value
+        tests = value.get("tests")
+        if isinstance(tests, list) and all(isinstance(t, str) for t in tests):
+            return {**value, "tests": [nfc(t) for t in tests]}
         return value
 
     @field_validator("expected_output")
@@ -145,6 +157,7 @@ def plan_errors(
             errors.append(f"duplicate step_id {step_id!r}")
         seen.add(step_id)
     outputs: dict[str, str] = {}
+    folded: dict[str, str] = {}  # fold(output) -> the first output with that key
     for step in steps:
         if step.action not in actions:
             errors.append(
@@ -156,6 +169,12 @@ def plan_errors(
                 errors.append(f"step {step.step_id}: depends on unknown step {dep!r}")
             if dep == step.step_id:
                 errors.append(f"step {step.step_id}: depends on itself")
+        twin = folded.setdefault(fold(step.expected_output), step.expected_output)
+        if twin != step.expected_output:
+            errors.append(
+                f"step {step.step_id}: {step.expected_output!r} differs from step "
+                f"{outputs[twin]}'s {twin!r} only by letter case or character forms"
+            )
         if step.expected_output in outputs:
             errors.append(
                 f"steps {outputs[step.expected_output]} and {step.step_id} both produce "

@@ -14,6 +14,7 @@ from agent.checks import describe_kinds
 from agent.models import Metered
 from agent.plan import Step, merge_replan, parse_plan, plan_draft_for
 from agent.prompts import render
+from agent.quoting import data_block
 from agent.subagents import SubAgent, describe_registry
 from agent.vfs import summarize_files
 
@@ -58,7 +59,7 @@ async def ask_planner(
         answer=answer,
         reason=reason,
         plan=json.dumps(old, indent=1) if old else "",
-        files=json.dumps(summarize_files(files, int(state.get("step") or 0)), indent=1),
+        files=data_block(summarize_files(files, int(state.get("step") or 0))),
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)

@@ -10,15 +10,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from agent.answers import choices
 from agent.budget import budget_of
 from agent.context import Context
 from agent.plan import is_done, pending_steps, plan_actual_diff, ready_steps
+from agent.prompts import render
+from agent.quoting import clean_text, data_block, quote_data
 from agent.vfs import summarize_files
 
 DecisionName = Literal["continue", "replan", "end", "escalate", "fail"]
+EXCERPT_CHARS = 200  # the most of an artifact's evidence a question quotes
+QUESTION_CHARS = 1000  # the longest question a human is asked
+RESPONSE_CHARS = 120  # the longest suggested response
 
 
 class ReflectionAnswer(BaseModel):
@@ -130,9 +136,10 @@ def rule_fatal_error(s: Situation) -> Decision | None:
             "policy_rejected",
             "invalid_input",
         ):
+            observation = quote_data("error", event.get("observation", ""), 240)
             return Decision(
                 "fail",
-                f"step {event.get('step_id')}: {event.get('observation', '')}"[:300],
+                f"step {event.get('step_id')}: {observation}",
                 forced=True,
                 counts_depth=False,
                 stop_reason=event["error_class"],
@@ -204,8 +211,8 @@ def rule_repeated_defect(s: Situation) -> Decision | None:
             f"step {step_id} repeated the same defect in two consecutive reflections",
             forced=True,
             stop_reason="repeated_defect",
-            question=f"Step {step_id} keeps failing with the same evidence: {evidence} "
-            "How should it be fixed?",
+            question=f"Step {step_id} keeps failing with the same evidence "
+            f"({quote_data('evidence', evidence, EXCERPT_CHARS)}). How should it be fixed?",
             suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
         )
     failures: dict[str, int] = {}
@@ -221,8 +228,9 @@ def rule_repeated_defect(s: Situation) -> Decision | None:
             f"subagent failed twice on step {twice[0]}",
             forced=True,
             stop_reason="subagent_failed_twice",
-            question=f"The subagent failed twice on step {twice[0]}: "
-            f"{_last_observation(s, twice[0])} How should I proceed?",
+            question=f"The subagent failed twice on step {twice[0]} "
+            f"({quote_data('last evidence', _last_observation(s, twice[0]), EXCERPT_CHARS)}). "
+            "How should I proceed?",
             suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
         )
     return None
@@ -307,6 +315,17 @@ def reflection_input(s: Situation) -> dict[str, Any]:
     }
 
 
+def reflection_messages(s: Situation) -> list[BaseMessage]:
+    """The reflection model's prompt: the situation as a JSON block between tags, which no
+    string inside can close (:func:`agent.quoting.data_block`); the system prompt says its
+    file names and evidence lines are data, never instructions."""
+    situation = data_block(reflection_input(s))
+    return [
+        SystemMessage(render("reflection")),
+        HumanMessage(render("reflection_input", situation=situation)),
+    ]
+
+
 def from_answer(answer: ReflectionAnswer) -> Decision:
     """The model's answer as a decision, before validation."""
     return Decision(
@@ -323,7 +342,8 @@ def from_answer(answer: ReflectionAnswer) -> Decision:
 def failed_round(s: Situation, error: str) -> Decision:
     """A reflection answer that stayed malformed: a lost round, never an ``end``."""
     decision: DecisionName = "continue" if s.ready else "replan"
-    return Decision(decision, f"reflection answer malformed twice: {error}"[:300], forced=True)
+    why = quote_data("answer", error, 240)
+    return Decision(decision, f"reflection answer malformed twice: {why}", forced=True)
 
 
 def validate_decision(d: Decision, s: Situation) -> Decision:
@@ -370,13 +390,24 @@ def depth_after(d: Decision, s: Situation) -> int:
 
 
 def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
-    """What the human sees when the thread pauses (seed 000, Escalation format)."""
+    """What the human sees when the thread pauses (seed 000, Escalation format).
+
+    The rules' questions quote artifact text with :func:`agent.quoting.quote_data`; a
+    question or answer the model wrote is cleaned the same way (one line, no escape
+    sequence, capped), since it may repeat what it read."""
     return {
-        "question": d.question or d.reason,
+        "question": clean_text(d.question or "", QUESTION_CHARS)
+        or clean_text(d.reason, QUESTION_CHARS)
+        or "How should I proceed?",
         "artifacts_ready_for_review": s.done_files(),
-        "suggested_responses": choices(d.suggested_responses),
+        "suggested_responses": choices(
+            [
+                clean_text(r, RESPONSE_CHARS) if isinstance(r, str) else r
+                for r in d.suggested_responses
+            ]
+        ),
         "reflection_depth": depth_after(d, s),
-        "reason": d.reason,
+        "reason": clean_text(d.reason, QUESTION_CHARS),
         "stop_reason": d.stop_reason or "model_escalated",
         "status": d.status or "awaiting_input",
     }
@@ -391,12 +422,12 @@ def _progress_line(s: Situation) -> str:
 def _defect_evidence(s: Situation, signature: str) -> tuple[str, str]:
     for event in reversed(s.round_events):
         if event.get("defect") == signature:
-            return str(event.get("step_id")), str(event.get("observation", ""))[:200]
+            return str(event.get("step_id")), str(event.get("observation", ""))
     return "?", ""
 
 
 def _last_observation(s: Situation, step_id: str) -> str:
     for event in reversed(s.turn_events):
         if event.get("step_id") == step_id and event.get("action") in ("result", "error"):
-            return str(event.get("observation", ""))[:200]
+            return str(event.get("observation", ""))
     return ""

@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
+from agent.filenames import collision, name_problem, nfc
+from agent.quoting import clean_text
+
 MAX_PATH_CHARS = 200
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 500
@@ -53,11 +56,13 @@ class PathError(ValueError):
 
 
 def validate_path(path: object) -> str:
-    """Return the normalised relative POSIX path, or raise :class:`PathError` saying why not."""
+    """Return the normalised relative POSIX path (NFC, so two spellings of a name are one
+    file), or raise :class:`PathError` saying why not and which name to use instead."""
     if not isinstance(path, str) or not path.strip():
         raise PathError("path must be a non-empty string")
     if "\x00" in path:
         raise PathError("path contains a NUL byte")
+    path = nfc(path)
     if "\\" in path:
         raise PathError(f"path {path[:80]!r} contains a backslash; use POSIX '/' separators")
     if len(path) > MAX_PATH_CHARS:
@@ -67,11 +72,11 @@ def validate_path(path: object) -> str:
     parts = path.split("/")
     if ".." in parts:
         raise PathError(f"path {path!r} climbs out of the workspace with '..'")
-    if any(not part.isprintable() for part in parts):
-        raise PathError(f"path {path!r} contains control characters")
     normalised = posixpath.normpath(path)
     if normalised in (".", "") or normalised.startswith("../"):
         raise PathError(f"path {path!r} does not name a file")
+    if (problem := name_problem(normalised)) is not None:
+        raise PathError(f"path {normalised!r} is refused: {problem}")
     return normalised
 
 
@@ -109,7 +114,8 @@ def merge_files(
     """
     merged = dict(current)
     for update in updates:
-        for path, entry in (update or {}).items():
+        for raw, entry in (update or {}).items():
+            path = nfc(raw)  # one file per name, however the writer spelled it
             if entry is None:
                 merged.pop(path, None)
             else:
@@ -118,6 +124,7 @@ def merge_files(
 
 
 QUOTE_CHARS = 8  # a run this long copied from the file is cut out of its evidence line
+EVIDENCE_CHARS = 160  # the most of a check's evidence reflection and the planner are shown
 
 
 def _redact(text: str, content: str) -> str:
@@ -140,18 +147,19 @@ def _redact(text: str, content: str) -> str:
 
 
 def evidence_line(
-    check: Mapping[str, Any] | None, limit: int = 160, content: str = ""
+    check: Mapping[str, Any] | None, limit: int = EVIDENCE_CHARS, content: str = ""
 ) -> str | None:
     """The check's evidence on one short line, without text quoted from the file itself.
 
     Evidence may quote the artifact (a regex match, an exception message); reflection must
-    never read artifact text, so such quotes are cut. Subagents store this line with the file
+    never read artifact text, so such quotes are cut; what remains (a message the artifact
+    built at run time, a test's line) is data, so it is cleaned and capped
+    (:func:`agent.quoting.clean_text`). Subagents store this line with the file
     (``FileEntry.evidence_line``) so summaries need not scan large contents again.
     """
     if not check:
         return None
-    line = " ".join(str(check.get("evidence", "")).split())
-    line = line if len(line) <= limit else line[: limit - 1] + "…"
+    line = clean_text(check.get("evidence", ""), limit)
     return _redact(line, " ".join(content.split()))
 
 
@@ -159,7 +167,8 @@ def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[s
     """What reflection may know about each file: status, size, age and check result.
 
     Never the content (seed 000): contents would re-serialise the whole filesystem into every
-    reflection call and let text inside an artifact steer the decision.
+    reflection call and let text inside an artifact steer the decision. The evidence line is
+    the one string the artifact influences: one cleaned line of at most ``EVIDENCE_CHARS``.
     """
     summary: dict[str, dict[str, Any]] = {}
     for path, entry in sorted(files.items()):
@@ -173,9 +182,10 @@ def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[s
         check = entry.get("check")
         if check:
             item["check"] = "pass" if check.get("passed") else "fail"
-            item["evidence"] = entry.get("evidence_line") or evidence_line(
+            line = entry.get("evidence_line") or evidence_line(
                 check, content=entry.get("content") or ""
             )
+            item["evidence"] = clean_text(line or "", EVIDENCE_CHARS)  # a stored line too
         if entry.get("stop_reason"):
             item["stop_reason"] = entry["stop_reason"]
         summary[path] = item
@@ -203,8 +213,8 @@ class Workspace:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_files: int = MAX_FILES,
     ) -> None:
-        self._files: dict[str, str] = dict(readable)
-        self._writable = set(writable)
+        self._files: dict[str, str] = {nfc(p): text for p, text in readable.items()}
+        self._writable = {nfc(p) for p in writable}
         self._scratch = scratch
         self._max_file_bytes = max_file_bytes
         self._max_files = max_files
@@ -237,8 +247,15 @@ class Workspace:
         if size > self._max_file_bytes:
             msg = f"content is {size} bytes; the limit is {self._max_file_bytes}"
             raise PathError(msg)
-        if path not in self._files and len(self._files) >= self._max_files:
-            raise PathError(f"too many files: the limit is {self._max_files}")
+        if path not in self._files:
+            if len(self._files) >= self._max_files:
+                raise PathError(f"too many files: the limit is {self._max_files}")
+            if (other := collision(path, self._files)) is not None:
+                msg = (
+                    f"path {path!r} differs from the existing file {other!r} only by letter "
+                    f"case or character forms; write {other!r} or choose a distinct name"
+                )
+                raise PathError(msg)
         self._files[path] = content
         self.written[path] = content
         return path

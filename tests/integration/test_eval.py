@@ -26,6 +26,7 @@ from agent.eval import (
 )
 from agent.eval.mutations import mutants
 from agent.models import ScriptedChatModel, tool_call
+from tests.fakes import prompt_values
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample.jsonl"
 
@@ -80,8 +81,9 @@ def test_reflection_off_is_the_first_draft():
 
 
 def _artifact(messages) -> str:
-    text = str(messages[-1].content)
-    return text.split("<artifact>", 1)[1].split("</artifact>", 1)[0]
+    values = prompt_values("critic_input", str(messages[-1].content))
+    assert values is not None, "not the critic's prompt"
+    return values["draft"]
 
 
 def false_flagging_critic() -> ScriptedChatModel:

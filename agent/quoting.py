@@ -1,0 +1,73 @@
+"""Text an artifact controls, rendered as data: one line, capped, quoted, labelled.
+
+Evidence lines, exception messages built at run time, pytest output and file names reach
+the reflection and planner prompts and the question a human is asked. Whatever they say,
+they must read as a quotation, never as an instruction or a prompt section of their own:
+escape sequences and invisible characters are removed, newlines collapse (no line of
+their own, so no fake ``SYSTEM:`` line), the length is capped with a marker, and the text
+is shown as a JSON string literal after a label our code chose, which no quoted text can
+close.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+import regex
+
+__all__ = ["clean_text", "data_block", "quote_data"]
+
+# ANSI / ECMA-48: CSI (ESC [ or 8-bit 0x9B) ... final byte; OSC, DCS, SOS, PM, APC strings up
+# to their terminator (BEL or ST); and the two-byte ESC sequences.
+_ESCAPES = regex.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|\x1b[ -/]*[0-~]?",
+    regex.DOTALL,
+)
+# Characters that render as nothing (zero-width, bidi controls, fillers, variation selectors).
+_INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]")
+
+
+def _visible(char: str) -> str:
+    """One character as a quotation may show it: controls and separators become a space,
+    surrogates and private-use characters the replacement character."""
+    category = unicodedata.category(char)
+    if category in ("Cc", "Zl", "Zp", "Zs"):
+        return " "
+    if category in ("Cs", "Co", "Cn"):
+        return "\ufffd"
+    return char
+
+
+def clean_text(text: object, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters, with no escape sequence, control
+    or invisible character; a cut is marked with the number of characters left out."""
+    if limit < 16:
+        msg = f"limit must be at least 16 characters, not {limit}"
+        raise ValueError(msg)
+    raw = text if isinstance(text, str) else str(text)
+    raw = _INVISIBLE.sub("", _ESCAPES.sub(" ", raw))
+    line = " ".join("".join(_visible(c) for c in raw).split())
+    if len(line) <= limit:
+        return line
+    keep = limit - len(f"…[+{len(line)} chars]")  # the count never has more digits than this
+    return line[:keep] + f"…[+{len(line) - keep} chars]"
+
+
+def quote_data(label: str, text: object, limit: int = 200) -> str:
+    """``label="…"``: the cleaned text as a JSON string literal after a label of our own.
+
+    The label is fixed by our code (``evidence``, ``file name``); the literal escapes quotes
+    and backslashes, so the quoted text cannot end the quotation and go on as prose.
+    """
+    return f"{label}={json.dumps(clean_text(text, limit), ensure_ascii=False)}"
+
+
+def data_block(value: Any) -> str:
+    """A JSON document for a prompt: strings escaped (non-ASCII as ``\\uXXXX``) and ``<``,
+    ``>``, ``&`` too, so no string inside can close a tag that delimits the block."""
+    text = json.dumps(value, indent=1, ensure_ascii=True, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
