@@ -1,9 +1,13 @@
-"""The programs of a code check, one per sandbox: ``serve`` (the artifact's side) and
-``pytest`` / ``python`` (the check's side, which alone writes the verdict).
+"""The programs of a code check, one per sandbox: ``serve`` (the artifact's side, an
+:class:`ArtifactSide` that answers requests) and ``pytest`` / ``python`` (the check's side, a
+:class:`CheckSide` that only asks, and alone writes the verdict).
 
 The check's side writes its verdict as JSON to ``DEEPREFLECT_REPORT_FD``, a descriptor only
-it holds, after every test ran; the artifact's side has no way to reach it. Standard library
-(and pytest, for ``pytest``) only: this file is copied into both sandboxes.
+it holds, after every test ran, then exits 0 at once. The report says whether the bridge was
+**tainted** (the artifact's side broke the protocol: a request of its own, a reply nobody
+asked for, malformed data, a closed link, a check failure swallowed inside a callback); a
+tainted check never passes. The artifact's side has no way to reach the descriptor. Standard
+library (and pytest, for ``pytest``) only: this file is copied into both sandboxes.
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ import traceback
 import types
 from typing import Any
 
-from __deepreflect_bridge__ import Bridge, connect  # type: ignore[import-not-found]
+from __deepreflect_bridge__ import (  # type: ignore[import-not-found]
+    ArtifactSide,
+    CheckSide,
+    connect,
+)
 
 # -- the artifact's side ---------------------------------------------------------------------
 
@@ -35,9 +43,8 @@ def serve(artifact: str) -> None:
             exec(compile(handle.read(), module.__file__, "exec"), module.__dict__)
         return {k: v for k, v in module.__dict__.items() if not k.startswith("__")}
 
-    Bridge(
-        connect(), roots={"import": importlib.import_module, "run": run_artifact}
-    ).serve_forever()
+    roots = {"import": importlib.import_module, "run": run_artifact}
+    ArtifactSide(connect(), roots).serve_forever()
 
 
 # -- the check's side ------------------------------------------------------------------------
@@ -47,7 +54,7 @@ class _RemoteModule(types.ModuleType):
     """An artifact module seen from the check: attribute reads go to the artifact's process."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") and name != "__all__":
             raise AttributeError(name)
         remote = self.__dict__["_deepreflect_remote"]
         return getattr(remote, name)
@@ -56,7 +63,7 @@ class _RemoteModule(types.ModuleType):
 class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports of the artifact's modules become proxies; everything else imports as usual."""
 
-    def __init__(self, bridge: Bridge, names: set[str], packages: set[str]) -> None:
+    def __init__(self, bridge: CheckSide, names: set[str], packages: set[str]) -> None:
         self.bridge, self.names, self.packages = bridge, names, packages
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
@@ -79,15 +86,17 @@ class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _RUNNER_PID = os.getpid()
 
 
-def _report(verdict: dict[str, Any]) -> None:
+def _report(verdict: dict[str, Any], bridge: CheckSide) -> None:
     if os.getpid() != _RUNNER_PID:
         os._exit(1)  # a process the check code forked: only the runner itself reports
+    bridge.finish()
+    report = {**verdict, "tainted": list(bridge.tainted), "finished": True}
     with os.fdopen(int(os.environ["DEEPREFLECT_REPORT_FD"]), "w", encoding="utf-8") as out:
-        json.dump({**verdict, "finished": True}, out)
+        json.dump(report, out)
 
 
-def _bridge_with_modules() -> Bridge:
-    bridge = Bridge(connect())
+def _bridge_with_modules() -> CheckSide:
+    bridge = CheckSide(connect())
     names = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
     packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
     sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
@@ -106,9 +115,10 @@ def check_python(artifact: str, code_file: str) -> None:
             source = handle.read()
         exec(compile(source, os.path.basename(code_file), "exec"), namespace)
     except BaseException as exc:
-        _report({"ok": False, "stage": stage, **_failure(exc, os.path.basename(code_file))})
+        failure = _failure(exc, os.path.basename(code_file))
+        _report({"ok": False, "stage": stage, **failure}, bridge)
         return
-    _report({"ok": True})
+    _report({"ok": True}, bridge)
 
 
 def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:
@@ -135,6 +145,10 @@ class _Verdict:
         self.collected = 0
         self.collect_errors: list[str] = []
         self.outcomes: dict[str, str] = {}
+        self.session_finished = False
+
+    def pytest_sessionfinish(self) -> None:
+        self.session_finished = True
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -161,7 +175,7 @@ def check_pytest(ini: str, tests: list[str]) -> None:
     """Run the listed test files with our configuration only; report each test's outcome."""
     import pytest
 
-    _bridge_with_modules()
+    bridge = _bridge_with_modules()
     verdict = _Verdict()
     args = [
         "-c",
@@ -180,7 +194,9 @@ def check_pytest(ini: str, tests: list[str]) -> None:
             "collect_errors": verdict.collect_errors,
             "outcomes": verdict.outcomes,
             "exitstatus": int(status),
-        }
+            "session_finished": verdict.session_finished,
+        },
+        bridge,
     )
 
 
