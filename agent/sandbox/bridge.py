@@ -307,7 +307,23 @@ class CheckSide:
         number = self._next_id
         encoded = self.encode((list(args), kwargs))
         try:
-            self.wire.send({"kind": "request", "id": number, "op": op, "args": encoded})
+            message = self._exchange({"kind": "request", "id": number, "op": op, "args": encoded})
+        except BridgeError as exc:
+            self._taint(str(exc))
+            raise
+        try:
+            if message.get("ok") is True:
+                return self.decode(message.get("value"))
+            failure = self._exception(message.get("error"))
+        except BridgeError as exc:
+            self._taint(str(exc))
+            raise
+        raise failure
+
+    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one request; its reply, after running the callbacks the artifact calls."""
+        try:
+            self.wire.send(request)
             while True:
                 message = self.wire.receive()
                 if message["kind"] == "callback":
@@ -315,17 +331,11 @@ class CheckSide:
                     continue
                 if message["kind"] != "reply" or type(message.get("id")) is not int:
                     self._violation(f"unexpected {message['kind']!r} message while waiting")
-                if message["id"] != number:
-                    self._violation(f"unexpected {message['kind']!r} message while waiting")
-                if message.get("ok") is True:
-                    return self.decode(message.get("value"))
-                raise self._exception(message.get("error"))
-        except BridgeError as exc:
-            self._taint(str(exc))
-            raise
+                if message["id"] != request["id"]:
+                    self._violation(f"a reply to request {message['id']}, not {request['id']}")
+                return message
         except OSError as exc:
-            self._taint(f"the link failed: {exc}")
-            raise BridgeError(self.tainted[0]) from exc
+            raise BridgeError(f"the link failed: {exc}") from exc
 
     def finish(self) -> None:
         """Taint the check if the artifact's side said anything nobody asked for."""
@@ -705,6 +715,8 @@ def _same(handle: Remote, other: object, seen: set[tuple[int, int]]) -> bool:
     mine, theirs = _state(handle), _state(other)
     if mine[0] != "state" or theirs[0] != "state" or len(mine[1]) != len(theirs[1]):
         return False
+    if not mine[1]:
+        return False  # no state at all is no evidence of equality: the same object only
     return all(
         a[0] == b[0] and _equal(a[1], b[1], seen) for a, b in zip(mine[1], theirs[1], strict=True)
     )
@@ -977,11 +989,20 @@ def _read_state(obj: Any) -> list[Any]:
                 try:
                     fields.append([name, member.__get__(obj, type(obj))])
                 except AttributeError:
-                    fields.append([name, ["unset"]])
+                    fields.append([name, ("deepreflect: unset slot",)])
     raw = _raw_dict(obj)
     if raw is None:
         return ["identity", []]
     fields += [[str.__str__(k), v] for k, v in dict.items(raw) if isinstance(k, str)]
+    stored = {name for name, _value in fields}
+    declared = next(
+        (_class_dict(k)["__dataclass_fields__"] for k in _mro(type(obj)) if "__dataclass_fields__" in _class_dict(k)),
+        {},
+    )
+    for name, spec in dict.items(declared) if isinstance(declared, dict) else ():
+        kind = getattr(getattr(spec, "_field_type", None), "name", None)
+        if kind == "_FIELD" and name not in stored:
+            return ["identity", []]  # a field kept elsewhere (a descriptor): hidden state
     return ["state", fields]
 
 
