@@ -63,9 +63,15 @@ _PLAIN_SEQUENCES: dict[str, type] = {"l": list, "t": tuple, "S": set, "F": froze
 _NOT_RAISED_AS_IS = {"SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopAsyncIteration"}
 _HEAPTYPE = 1 << 9
 _REAL, _IMAG = complex.__dict__["real"], complex.__dict__["imag"]
+_ARGS = BaseException.__dict__["args"]
 # operators a handle answers through the artifact's own code (behaviour under test)
 _BINARY = ("add sub mul truediv floordiv mod pow matmul lshift rshift and or xor").split()
-_UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.inv}
+_UNARY: dict[str, Callable[..., Any]] = {
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "abs": operator.abs,
+    "invert": operator.inv,
+}
 _APPLY: dict[str, Callable[..., Any]] = {
     "call": lambda f, /, *a, **k: f(*a, **k),
     "getattr": getattr,
@@ -178,7 +184,7 @@ def encode_plain(value: Any, other: Other, depth: int = 0) -> Any:
         issubclass(kind, type)
         and getattr(builtins, type.__dict__["__name__"].__get__(value), None) is value
     ):
-        return ["B", value.__name__]
+        return ["B", type.__dict__["__name__"].__get__(value)]
     return other(value, nested)
 
 
@@ -261,8 +267,12 @@ def _decode_stdlib(data: list[Any]) -> Any:
         return datetime.timedelta(
             days=_int(data[1]), seconds=_int(data[2]), microseconds=_int(data[3])
         )
-    kind = {"date": datetime.date, "time": datetime.time, "datetime": datetime.datetime}[data[1]]
-    return kind.fromisoformat(_text(data[2]))
+    kinds: dict[str, Any] = {
+        "date": datetime.date,
+        "time": datetime.time,
+        "datetime": datetime.datetime,
+    }
+    return kinds[data[1]].fromisoformat(_text(data[2]))
 
 
 def _text(value: Any) -> str:
@@ -672,10 +682,9 @@ def _unary_method(name: str) -> Callable[..., Any]:
 
 
 for _name in _BINARY:
-    _dunder = _name if _name not in ("and", "or") else _name
     _forward, _backward = _binary_methods(_name)
-    setattr(Remote, f"__{_dunder}__", _forward)
-    setattr(Remote, f"__r{_dunder}__", _backward)
+    setattr(Remote, f"__{_name}__", _forward)
+    setattr(Remote, f"__r{_name}__", _backward)
 for _name in _UNARY:
     setattr(Remote, f"__{_name}__", _unary_method(_name))
 
@@ -729,7 +738,8 @@ def _equal(left: Any, right: Any, seen: set[tuple[int, int]]) -> bool:
     if isinstance(right, Remote):
         return False
     if type(left) in (list, tuple) and type(right) is type(left):
-        return len(left) == len(right) and all(_equal(a, b, seen) for a, b in zip(left, right))
+        pairs = zip(left, right, strict=False)
+        return len(left) == len(right) and all(_equal(a, b, seen) for a, b in pairs)
     if type(left) is dict and type(right) is dict:
         return left.keys() == right.keys() and all(
             _equal(v, right[k], seen) for k, v in left.items()
@@ -906,6 +916,8 @@ class ArtifactSide:
             for f in traceback.extract_tb(exc.__traceback__)
             if not f.filename.endswith("__deepreflect_bridge__.py")
         ]
+        if isinstance(exc, SyntaxError) and exc.filename:  # where the artifact's text is wrong
+            frames.append([os.path.basename(exc.filename), exc.lineno, (exc.text or "").strip()])
         try:
             message = str(exc)
             if type(message) is not str:
@@ -919,12 +931,13 @@ class ArtifactSide:
             "message": message[:4000],
             "frames": frames[-6:],
         }
-        for key, source in (
-            ("args", BaseException.args.__get__(exc)),
-            ("attributes", _raw_dict(exc)),
-        ):  # type: ignore[attr-defined]
+        sources: dict[str, Any] = {
+            "args": list(_ARGS.__get__(exc)),
+            "attributes": _raw_dict(exc) or {},
+        }
+        for key, source in sources.items():
             try:
-                error[key] = self.encode(list(source) if key == "args" else dict(source or {}))
+                error[key] = self.encode(source)
             except Exception:
                 pass
         return error
@@ -960,7 +973,7 @@ def _callback_error(error: dict[str, Any]) -> BaseException:
 
 def _mro(cls: type) -> tuple[type, ...]:
     """The real MRO, whatever a metaclass claims."""
-    return type.__dict__["__mro__"].__get__(cls)  # type: ignore[no-any-return]
+    return type.__dict__["__mro__"].__get__(cls)  # type: ignore[no-any-return,unused-ignore]
 
 
 def _class_dict(cls: type) -> Any:
@@ -974,7 +987,7 @@ def _raw_dict(obj: Any) -> dict[str, Any] | None:
         found = _class_dict(klass).get("__dict__")
         if found is not None:
             if type(found) is types.GetSetDescriptorType:
-                return found.__get__(obj, type(obj))  # type: ignore[no-any-return]
+                return found.__get__(obj, type(obj))  # type: ignore[no-any-return,unused-ignore]
             return None  # shadowed by the class: opaque
     return {}
 
@@ -995,8 +1008,12 @@ def _read_state(obj: Any) -> list[Any]:
         return ["identity", []]
     fields += [[str.__str__(k), v] for k, v in dict.items(raw) if isinstance(k, str)]
     stored = {name for name, _value in fields}
-    declared = next(
-        (_class_dict(k)["__dataclass_fields__"] for k in _mro(type(obj)) if "__dataclass_fields__" in _class_dict(k)),
+    declared: Any = next(
+        (
+            _class_dict(k)["__dataclass_fields__"]
+            for k in _mro(type(obj))
+            if "__dataclass_fields__" in _class_dict(k)
+        ),
         {},
     )
     for name, spec in dict.items(declared) if isinstance(declared, dict) else ():

@@ -189,7 +189,8 @@ LIARS = {
     "__reduce__ to a string": liar(
         "", extra="    def __reduce__(self):\n        return (str, ('a-b',))\n"
     ),
-    "dataclass with descriptor fields": WRONG_SLUG + textwrap.dedent(
+    "dataclass with descriptor fields": WRONG_SLUG
+    + textwrap.dedent(
         """
         class Hidden:
             store = {}
@@ -205,7 +206,8 @@ LIARS = {
             text: str = Hidden()
         """
     ),
-    "dataclass with a __dict__ property": WRONG_SLUG + textwrap.dedent(
+    "dataclass with a __dict__ property": WRONG_SLUG
+    + textwrap.dedent(
         """
         @dataclass
         class Slug:
@@ -215,7 +217,8 @@ LIARS = {
                 return True
         """
     ),
-    "dataclass with an always-true __eq__": WRONG_SLUG + textwrap.dedent(
+    "dataclass with an always-true __eq__": WRONG_SLUG
+    + textwrap.dedent(
         """
         @dataclass(eq=False)
         class Slug:
@@ -308,7 +311,9 @@ TALKERS = {
     "a call request": request("apply", "['t', [['l', [['s', 'call'], ['r', 1]]], ['d', []]]]"),
     "a root request": request("root", "['t', [['l', [['s', 'import'], ['s', 'os']]], ['d', []]]]"),
     "an unknown kind": "send({'kind': 'hello', 'id': 1})\n",
-    "a reply nobody asked for": "send({'kind': 'reply', 'id': 999, 'ok': True, 'value': ['b', True]})\n",
+    "a reply nobody asked for": (
+        "send({'kind': 'reply', 'id': 999, 'ok': True, 'value': ['b', True]})\n"
+    ),
     "a forged passing report on the link": (
         "send({'ok': True, 'finished': True, 'tainted': [], 'kind': 'report'})\n"
     ),

@@ -189,7 +189,9 @@ ATTACKS = {
         {"kind": "callback", "id": 1, "callback": 99, "args": ["l", []], "kwargs": ["d", []]}
     ),
     "a reply to another request": frame({"kind": "reply", "id": 2, "ok": True, "value": ["n"]}),
-    "a reply with a non-integer id": frame({"kind": "reply", "id": True, "ok": True, "value": ["n"]}),
+    "a reply with a non-integer id": frame(
+        {"kind": "reply", "id": True, "ok": True, "value": ["n"]}
+    ),
     "an unknown value tag": frame({"kind": "reply", "id": 1, "ok": True, "value": ["x"]}),
     "a malformed int": frame({"kind": "reply", "id": 1, "ok": True, "value": ["i", "zz"]}),
     "a malformed error": frame({"kind": "reply", "id": 1, "ok": False, "error": {"type": 3}}),
@@ -251,7 +253,10 @@ def result(**changes: Any) -> SandboxResult:
         ({"returncode": -15}, "signal"),
         ({"returncode": 1}, "status 1"),
         ({"returncode": None}, "signal"),
-        ({"report": REPORT.replace('"tainted": []', '"tainted": ["a request of its own"]')}, "broken"),
+        (
+            {"report": REPORT.replace('"tainted": []', '"tainted": ["a request of its own"]')},
+            "broken",
+        ),
         ({"report": REPORT.replace('"tainted": [], ', "")}, "incomplete"),
         ({"report": REPORT.replace("true}", "false}")}, "exited"),
     ],
