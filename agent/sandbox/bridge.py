@@ -838,7 +838,11 @@ class ArtifactSide:
         if issubclass(type(value), type) and BaseException in _mro(value):
             return ["e", *self._class_descriptor(value)]
         kind = type(value)
-        return ["h", self._keep(value), kind.__name__, self._keep(kind), self._class_facts(kind)]
+        facts = self._class_facts(kind)
+        if kind is types.ModuleType:
+            namespace = types.ModuleType.__dict__["__dict__"].__get__(value)
+            facts = {**facts, "module": str(dict.get(namespace, "__name__"))}
+        return ["h", self._keep(value), kind.__name__, self._keep(kind), facts]
 
     def _class_descriptor(self, cls: type) -> list[Any]:
         chain = [[self._keep(k), k.__name__] for k in _mro(cls)[1:] if k.__module__ != "builtins"][

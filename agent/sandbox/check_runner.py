@@ -12,6 +12,7 @@ library (and pytest, for ``pytest``) only: this file is copied into both sandbox
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -25,6 +26,7 @@ from typing import Any
 from __deepreflect_bridge__ import (  # type: ignore[import-not-found]
     ArtifactSide,
     CheckSide,
+    Remote,
     connect,
 )
 
@@ -109,7 +111,7 @@ def check_python(artifact: str, code_file: str) -> None:
     stage = "artifact"
     try:
         namespace: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
-        namespace.update(bridge.request("root", "run"))
+        namespace.update(_own_names(bridge.request("root", "run")))
         stage = "check"
         with open(code_file, encoding="utf-8") as handle:
             source = handle.read()
@@ -119,6 +121,25 @@ def check_python(artifact: str, code_file: str) -> None:
         _report({"ok": False, "stage": stage, **failure}, bridge)
         return
     _report({"ok": True}, bridge)
+
+
+def _own_names(artifact: dict[str, Any]) -> dict[str, Any]:
+    """The artifact's names for the check code, but never the check's own tools: a name that
+    would shadow a builtin (``abs``, ``len``, ``AssertionError``) is left out, and a module the
+    artifact imported (``math``) is the check's own import of it, not the artifact's."""
+    names = {}
+    own = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
+    for name, value in artifact.items():
+        if hasattr(builtins, name):
+            continue
+        module = value._facts.get("module") if isinstance(value, Remote) else None
+        if isinstance(module, str) and module.split(".")[0] not in own:
+            try:
+                value = importlib.import_module(module)
+            except Exception:
+                pass  # not importable here: the handle stays
+        names[name] = value
+    return names
 
 
 def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:

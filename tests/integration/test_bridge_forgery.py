@@ -448,3 +448,32 @@ def test_the_artifact_cannot_reach_the_report_descriptor():
 
     assert not report["passed"]
     assert "AssertionError" in report["evidence"], report["evidence"]
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "assert abs(mean([2, 3]) - 2.5) < 1e-9\n",
+        "assert math.isclose(mean([2, 3]), 2.5)\n",
+        "assert isinstance(mean([2, 3]), float) and mean([2, 3]) == 2.5\n",
+        "assert sorted([mean([2, 3])]) == [2.5]\n",
+    ],
+)
+def test_the_artifacts_names_never_replace_the_checks_own_tools(check):
+    artifact = textwrap.dedent(
+        """
+        import math
+        math.isclose = lambda *args, **kwargs: True
+        abs = lambda x: 0
+        isinstance = lambda *args: True
+        sorted = lambda xs: [2.5]
+        AssertionError = type("AssertionError", (Exception,), {})
+        def mean(xs):
+            return 3.0
+        """
+    )
+
+    report = python_report(artifact, check)
+
+    assert not report["passed"], report
+    assert "AssertionError" in report["evidence"], report["evidence"]
