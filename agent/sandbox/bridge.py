@@ -840,7 +840,7 @@ class ArtifactSide:
         kind = type(value)
         facts = self._class_facts(kind)
         if kind is types.ModuleType:
-            namespace = types.ModuleType.__dict__["__dict__"].__get__(value)
+            namespace = vars(value)  # an exact module: its dict is the interpreter's
             facts = {**facts, "module": str(dict.get(namespace, "__name__"))}
         return ["h", self._keep(value), kind.__name__, self._keep(kind), facts]
 
