@@ -34,11 +34,16 @@ are equal when they are the same object or, for a class that defines ``__eq__``,
 states (class and raw instance fields read without running the class's code) are equal as
 compared here; a handle hashes by its class; it is true unless its ``len`` (a plain int) is
 0; ``x in handle`` iterates it and compares here; it orders only as a dataclass with
-``order=True`` (by its fields). An operator between a handle and plain data must answer a
-handle, so the artifact's arithmetic never decides a number the check compares, and a handle
-is not a number (``float(h)`` fails). The artifact's exceptions are raised here as the
-builtin class or as a local class carrying only the artifact class's name and bases; an exit
-or a test-framework outcome raised by the artifact becomes an ordinary error.
+``order=True`` (by its fields); ``isinstance(handle, TheirClass)`` follows the real class
+chain. A state with no field, or a dataclass field kept outside the instance (a descriptor),
+is no evidence: such handles equal only themselves. An operator between a handle and plain
+data must answer a handle, so the artifact's arithmetic never decides a number the check
+compares, and a handle is not a number (``float(h)`` fails). Its methods, attributes,
+``str``/``repr`` and ``len`` are its behaviour, answered by its code as plain data or handles.
+The artifact's exceptions are raised here as the builtin class or as a local class carrying
+only the artifact class's name and bases; an exit or a test-framework outcome raised by the
+artifact becomes an ordinary error. A failed assertion of the check is never swallowed by
+artifact code: not by a suppressing ``__exit__``, not inside a callback (that taints).
 
 Standard library only: this file is copied into both sandboxes and imported there.
 """
@@ -617,6 +622,13 @@ class Remote:
         return suppress is True and allowed
 
     # -- decided here --------------------------------------------------------------------
+    def __instancecheck__(self, instance: object) -> bool:
+        """``isinstance(handle, TheirClass)``: by the real class chain of the handle."""
+        if not isinstance(instance, Remote) or instance._side is not self._side:
+            return False
+        chain = instance._facts.get("mro")
+        return isinstance(chain, list) and self._id in chain
+
     def __bool__(self) -> bool:
         return not self._facts.get("len") or len(self) != 0
 
@@ -882,6 +894,7 @@ class ArtifactSide:
             )
             heap = eq_owner is not None and type.__dict__["__flags__"].__get__(eq_owner) & _HEAPTYPE
             self._facts[number] = {
+                "mro": [self._keep(k) for k in mro],
                 "eq": "state" if heap else "identity",
                 "len": "__len__" in defines,
                 "order": bool(getattr(params, "order", False)),

@@ -265,6 +265,8 @@ TESTS = textwrap.dedent(
         assert Point(1, 2) == Point(1, 2)
         assert Point(1, 2) != Point(2, 1)
         assert origin() == Point(0, 0)
+        assert isinstance(origin(), Point) and not isinstance(origin(), Square)
+        assert isinstance(NegativeSide(1), ShapeError)
         assert origin().moved(1, 2) == Point(1, 2)
         assert Point(1, 2).x == 1
         assert Point(1, 2) in [Point(0, 0), Point(1, 2)]
