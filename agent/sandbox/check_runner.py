@@ -53,13 +53,17 @@ def serve(artifact: str) -> None:
 
 
 class _RemoteModule(types.ModuleType):
-    """An artifact module seen from the check: attribute reads go to the artifact's process."""
+    """An artifact module seen from the check: attribute reads go to the artifact's process;
+    a module it imported reads as the check's own import (``from slugify import *`` never
+    binds the artifact's ``pytest`` or ``math`` in a test)."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__") and name != "__all__":
             raise AttributeError(name)
         remote = self.__dict__["_deepreflect_remote"]
-        return getattr(remote, name)
+        if name == "__all__":  # ``import *`` never rebinds the test's builtins
+            return [n for n in remote.__all__ if not hasattr(builtins, n)]
+        return _own(getattr(remote, name))
 
 
 class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -127,19 +131,22 @@ def _own_names(artifact: dict[str, Any]) -> dict[str, Any]:
     """The artifact's names for the check code, but never the check's own tools: a name that
     would shadow a builtin (``abs``, ``len``, ``AssertionError``) is left out, and a module the
     artifact imported (``math``) is the check's own import of it, not the artifact's."""
-    names = {}
+    return {name: _own(value) for name, value in artifact.items() if not hasattr(builtins, name)}
+
+
+def _own(value: Any) -> Any:
+    """A standard or already imported module of the artifact's as the check's own import."""
+    module = value._facts.get("module") if isinstance(value, Remote) else None
+    if not isinstance(module, str):
+        return value
+    top = module.split(".")[0]
     own = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
-    for name, value in artifact.items():
-        if hasattr(builtins, name):
-            continue
-        module = value._facts.get("module") if isinstance(value, Remote) else None
-        if isinstance(module, str) and module.split(".")[0] not in own:
-            try:
-                value = importlib.import_module(module)
-            except Exception:
-                pass  # not importable here: the handle stays
-        names[name] = value
-    return names
+    if top in own or not (top in sys.stdlib_module_names or module in sys.modules):
+        return value
+    try:
+        return importlib.import_module(module)
+    except Exception:
+        return value  # not importable here: the handle stays
 
 
 def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:

@@ -477,3 +477,36 @@ def test_the_artifacts_names_never_replace_the_checks_own_tools(check):
 
     assert not report["passed"], report
     assert "AssertionError" in report["evidence"], report["evidence"]
+
+
+def test_a_star_import_never_gives_a_test_the_artifacts_tools():
+    artifact = textwrap.dedent(
+        """
+        import math
+        import pytest
+        pytest.approx = lambda expected, **kwargs: Anything()
+        math.isclose = lambda *args, **kwargs: True
+        class Anything:
+            def __eq__(self, other):
+                return True
+        abs = lambda x: 0
+        __all__ = ["mean", "math", "pytest", "abs"]
+        def mean(xs):
+            return 3.0
+        """
+    )
+    tests = (
+        "import math\nimport pytest\nfrom slugify import *\n\n"
+        "def test_approx():\n    assert mean([2, 3]) == pytest.approx(2.5)\n\n"
+        "def test_isclose():\n    assert math.isclose(mean([2, 3]), 2.5)\n\n"
+        "def test_abs():\n    assert abs(mean([2, 3]) - 2.5) < 1e-9\n"
+    )
+
+    report = run_check(
+        {"kind": "pytest", "tests": ["test_mean.py"]},
+        {"slugify.py": artifact, "test_mean.py": tests},
+        "slugify.py",
+    )
+
+    assert not report["passed"]
+    assert report["evidence"].startswith("3 failed of 3 tests"), report["evidence"]
