@@ -57,7 +57,6 @@ import os
 import socket
 import struct
 import sys
-import traceback
 import types
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
@@ -927,6 +926,8 @@ class ArtifactSide:
 
     # -- exceptions ----------------------------------------------------------------------
     def _describe(self, exc: BaseException) -> dict[str, Any]:
+        import traceback  # only on a failure: start-up time is part of every check's cost
+
         cls = type(exc)
         frames = [
             [os.path.basename(f.filename), f.lineno, (f.line or "").strip()]
