@@ -128,7 +128,7 @@ class _Wire:
             raise BridgeError("the artifact's process sent an oversized message")
         try:
             message = json.loads(self._exact(size))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BridgeError("the artifact's process sent a message that is not JSON") from exc
         if not isinstance(message, dict) or not isinstance(message.get("kind"), str):
             raise BridgeError("the artifact's process sent a malformed message")

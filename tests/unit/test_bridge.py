@@ -196,6 +196,10 @@ ATTACKS = {
     "a malformed int": frame({"kind": "reply", "id": 1, "ok": True, "value": ["i", "zz"]}),
     "a malformed error": frame({"kind": "reply", "id": 1, "ok": False, "error": {"type": 3}}),
     "not JSON": frame(b"\xff\xfe"),
+    "JSON nested past the parser's recursion": frame(b"[" * 200_000 + b"]" * 200_000),
+    "a value nested past the depth limit": frame(
+        {"kind": "reply", "id": 1, "ok": True, "value": json.loads("[" * 150 + "]" * 150)}
+    ),
     "not an object": frame([1, 2]),
     "an oversized frame": struct.pack(">I", 2**31),
     "a closed link": b"",
