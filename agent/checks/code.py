@@ -2,10 +2,15 @@
 
 The artifact and its check run in two sandboxes linked by ``agent.sandbox.bridge``: the
 check's process imports the artifact's modules as proxies, so no artifact code ever runs
-where the verdict is made, and values cross as plain data. The verdict is a JSON report the
-check's process writes after every test ran, on a descriptor only it holds; the exit code
-and everything printed are ignored for the verdict. A pass needs that report, at least one
-test, every collected test passed, none skipped, xfailed or errored.
+where the verdict is made; values cross as plain data or as handles whose equality, truth,
+hashing, ordering and containment the check's side decides, and the check's process serves
+no request of the artifact's (but calls of the callbacks it passed in). The verdict is a
+JSON report the check's process writes after every test ran, on a descriptor only it holds.
+A pass needs everything to have gone as planned: the check's process exited 0 on its own,
+before its deadline and under every limit (a kill fails the check, whatever it wrote); a
+complete report; an untainted bridge (no unexpected message from the artifact's side); at
+least one test, every collected test passed, none skipped, xfailed or errored. What the
+processes printed is evidence, never a verdict.
 
 Test files, check code and configuration are read by the host before anything runs and are
 never in the artifact's sandbox; pytest runs with its own configuration only (no ini files,
@@ -114,6 +119,8 @@ def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: f
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
+    if problem := _not_as_planned(verdict):
+        return False, 0.0, problem
     if not verdict.get("ok"):
         return False, 0.0, _describe_failure(verdict, path)
     return True, 1.0, f"{path} ran and the check code passed"
@@ -132,6 +139,10 @@ def _pytest_verdict(files: Mapping[str, str], tests: Sequence[str], timeout_s: f
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
+    if problem := _not_as_planned(verdict):
+        return False, 0.0, problem
+    if verdict.get("session_finished") is not True:
+        return False, 0.0, "the test session did not finish | " + _tail(check, artifact)
     return _judge_pytest(verdict, check.stdout)
 
 
@@ -202,6 +213,10 @@ def _run(
 
 
 def _report_of(result: SandboxResult) -> dict[str, Any] | None:
+    """The check's complete report, only when its process ended on its own: exit status 0,
+    no signal, no limit hit, before the deadline. A killed check has no verdict."""
+    if result.timed_out or result.killed_reason is not None or result.returncode != 0:
+        return None
     try:
         verdict = json.loads(result.report) if result.report else None
     except ValueError:
@@ -209,9 +224,21 @@ def _report_of(result: SandboxResult) -> dict[str, Any] | None:
     return verdict if isinstance(verdict, dict) and verdict.get("finished") is True else None
 
 
+def _not_as_planned(verdict: dict[str, Any]) -> str | None:
+    """The bridge's taint: the artifact's side said something the protocol does not allow."""
+    tainted = verdict.get("tainted")
+    if not isinstance(tainted, list):
+        return "the check's report is incomplete (no bridge state)"
+    if tainted:
+        reasons = "; ".join(str(t)[:300] for t in tainted[:3])
+        return f"the bridge to the artifact's process was broken: {reasons}"
+    return None
+
+
 def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float) -> str:
-    """Why no verdict came: timeout, a limit, or a process that ended before the tests did."""
-    if check.killed_reason == "timeout":
+    """Why no verdict came: timeout, a limit, a signal, a process that ended before the tests
+    did or exited with a status other than 0 (a report it wrote does not count then)."""
+    if check.killed_reason == "timeout" or check.timed_out:
         text = f"timed out after {timeout_s:g} s; every process of the check was killed"
     elif check.killed_reason == "cpu":
         text = f"CPU time limit ({timeout_s:g} s + 1) exceeded; the check was killed"
@@ -219,10 +246,19 @@ def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float)
         text = "the check's processes outgrew the memory limit and were killed"
     elif check.killed_reason == "output":
         text = "the code flooded its output and was killed"
+    elif check.killed_reason is not None:
+        text = f"the check's process was killed ({check.killed_reason})"
+    elif check.returncode is None or check.returncode < 0:
+        text = f"the check's process was ended by a signal (status {check.returncode})"
+    elif check.report:
+        text = f"the check's process exited with status {check.returncode} after its report"
     else:
         text = f"the process exited before the tests finished (code {check.returncode})"
-    tail = (check.stderr or artifact.stderr).strip().splitlines()[-3:]
-    return " | ".join([text, *tail])
+    return " | ".join([text, *_tail(check, artifact).split(" | ")]).rstrip(" |")
+
+
+def _tail(check: SandboxResult, artifact: SandboxResult) -> str:
+    return " | ".join((check.stderr or artifact.stderr).strip().splitlines()[-3:])
 
 
 def _describe_failure(failure: dict[str, Any], path: str) -> str:

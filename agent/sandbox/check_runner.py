@@ -1,24 +1,32 @@
-"""The programs of a code check, one per sandbox: ``serve`` (the artifact's side) and
-``pytest`` / ``python`` (the check's side, which alone writes the verdict).
+"""The programs of a code check, one per sandbox: ``serve`` (the artifact's side, an
+:class:`ArtifactSide` that answers requests) and ``pytest`` / ``python`` (the check's side, a
+:class:`CheckSide` that only asks, and alone writes the verdict).
 
 The check's side writes its verdict as JSON to ``DEEPREFLECT_REPORT_FD``, a descriptor only
-it holds, after every test ran; the artifact's side has no way to reach it. Standard library
-(and pytest, for ``pytest``) only: this file is copied into both sandboxes.
+it holds, after every test ran, then exits 0 at once. The report says whether the bridge was
+**tainted** (the artifact's side broke the protocol: a request of its own, a reply nobody
+asked for, malformed data, a closed link, a check failure swallowed inside a callback); a
+tainted check never passes. The artifact's side has no way to reach the descriptor. Standard
+library (and pytest, for ``pytest``) only: this file is copied into both sandboxes.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib
-import importlib.abc
 import importlib.machinery
 import json
 import os
 import sys
-import traceback
 import types
 from typing import Any
 
-from __deepreflect_bridge__ import Bridge, connect  # type: ignore[import-not-found]
+from __deepreflect_bridge__ import (  # type: ignore[import-not-found]
+    ArtifactSide,
+    CheckSide,
+    Remote,
+    connect,
+)
 
 # -- the artifact's side ---------------------------------------------------------------------
 
@@ -35,35 +43,40 @@ def serve(artifact: str) -> None:
             exec(compile(handle.read(), module.__file__, "exec"), module.__dict__)
         return {k: v for k, v in module.__dict__.items() if not k.startswith("__")}
 
-    Bridge(
-        connect(), roots={"import": importlib.import_module, "run": run_artifact}
-    ).serve_forever()
+    roots = {"import": importlib.import_module, "run": run_artifact}
+    ArtifactSide(connect(), roots).serve_forever()
 
 
 # -- the check's side ------------------------------------------------------------------------
 
 
 class _RemoteModule(types.ModuleType):
-    """An artifact module seen from the check: attribute reads go to the artifact's process."""
+    """An artifact module seen from the check: attribute reads go to the artifact's process;
+    a module it imported reads as the check's own import (``from slugify import *`` never
+    binds the artifact's ``pytest`` or ``math`` in a test)."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") and name != "__all__":
             raise AttributeError(name)
         remote = self.__dict__["_deepreflect_remote"]
-        return getattr(remote, name)
+        if name == "__all__":  # ``import *`` never rebinds the test's builtins
+            return [n for n in remote.__all__ if not hasattr(builtins, n)]
+        return _own(getattr(remote, name))
 
 
-class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports of the artifact's modules become proxies; everything else imports as usual."""
+class _RemoteFinder:
+    """Imports of the artifact's modules become proxies; everything else imports as usual.
+    (A meta path finder and loader by protocol: ``importlib.abc`` costs 50 ms to import.)"""
 
-    def __init__(self, bridge: Bridge, names: set[str], packages: set[str]) -> None:
+    def __init__(self, bridge: CheckSide, names: set[str], packages: set[str]) -> None:
         self.bridge, self.names, self.packages = bridge, names, packages
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname not in self.names:
             return None
         is_package = fullname in self.packages
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=is_package)
+        loader: Any = self
+        return importlib.machinery.ModuleSpec(fullname, loader, is_package=is_package)
 
     def create_module(self, spec: Any) -> types.ModuleType:
         module = _RemoteModule(spec.name)
@@ -79,15 +92,17 @@ class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _RUNNER_PID = os.getpid()
 
 
-def _report(verdict: dict[str, Any]) -> None:
+def _report(verdict: dict[str, Any], bridge: CheckSide) -> None:
     if os.getpid() != _RUNNER_PID:
         os._exit(1)  # a process the check code forked: only the runner itself reports
+    bridge.finish()
+    report = {**verdict, "tainted": list(bridge.tainted), "finished": True}
     with os.fdopen(int(os.environ["DEEPREFLECT_REPORT_FD"]), "w", encoding="utf-8") as out:
-        json.dump({**verdict, "finished": True}, out)
+        json.dump(report, out)
 
 
-def _bridge_with_modules() -> Bridge:
-    bridge = Bridge(connect())
+def _bridge_with_modules() -> CheckSide:
+    bridge = CheckSide(connect())
     names = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
     packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
     sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
@@ -100,22 +115,51 @@ def check_python(artifact: str, code_file: str) -> None:
     stage = "artifact"
     try:
         namespace: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
-        namespace.update(bridge.request("root", "run"))
+        namespace.update(_own_names(bridge.request("root", "run")))
         stage = "check"
         with open(code_file, encoding="utf-8") as handle:
             source = handle.read()
         exec(compile(source, os.path.basename(code_file), "exec"), namespace)
     except BaseException as exc:
-        _report({"ok": False, "stage": stage, **_failure(exc, os.path.basename(code_file))})
+        failure = _failure(exc, os.path.basename(code_file))
+        _report({"ok": False, "stage": stage, **failure}, bridge)
         return
-    _report({"ok": True})
+    _report({"ok": True}, bridge)
+
+
+def _own_names(artifact: dict[str, Any]) -> dict[str, Any]:
+    """The artifact's names for the check code, but never the check's own tools: a name that
+    would shadow a builtin (``abs``, ``len``, ``AssertionError``) is left out, and a module the
+    artifact imported (``math``) is the check's own import of it, not the artifact's."""
+    return {name: _own(value) for name, value in artifact.items() if not hasattr(builtins, name)}
+
+
+def _own(value: Any) -> Any:
+    """A standard or already imported module of the artifact's as the check's own import."""
+    module = value._facts.get("module") if isinstance(value, Remote) else None
+    if not isinstance(module, str):
+        return value
+    top = module.split(".")[0]
+    own = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
+    if top in own or not (top in sys.stdlib_module_names or module in sys.modules):
+        return value
+    try:
+        return importlib.import_module(module)
+    except Exception:
+        return value  # not importable here: the handle stays
+
+
+def _frames(exc: BaseException) -> Any:
+    import traceback  # only on a failure: start-up time is part of every check's cost
+
+    return traceback.extract_tb(exc.__traceback__)
 
 
 def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:
     message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
     check_frames = [
         ["check", f.lineno, (f.line or "").strip()]
-        for f in traceback.extract_tb(exc.__traceback__)
+        for f in _frames(exc)
         if os.path.basename(f.filename) == code_name
     ]
     if isinstance(exc, SyntaxError) and os.path.basename(exc.filename or "") == code_name:
@@ -135,6 +179,10 @@ class _Verdict:
         self.collected = 0
         self.collect_errors: list[str] = []
         self.outcomes: dict[str, str] = {}
+        self.session_finished = False
+
+    def pytest_sessionfinish(self) -> None:
+        self.session_finished = True
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -161,7 +209,7 @@ def check_pytest(ini: str, tests: list[str]) -> None:
     """Run the listed test files with our configuration only; report each test's outcome."""
     import pytest
 
-    _bridge_with_modules()
+    bridge = _bridge_with_modules()
     verdict = _Verdict()
     args = [
         "-c",
@@ -180,7 +228,9 @@ def check_pytest(ini: str, tests: list[str]) -> None:
             "collect_errors": verdict.collect_errors,
             "outcomes": verdict.outcomes,
             "exitstatus": int(status),
-        }
+            "session_finished": verdict.session_finished,
+        },
+        bridge,
     )
 
 

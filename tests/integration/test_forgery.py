@@ -74,6 +74,7 @@ TRICKS = {
     ),
     "kill the parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
     "always-equal string": "",
+    "always-equal object": "",
 }
 _SKIPPING = (
     "def slugify(text):\n"
@@ -92,11 +93,28 @@ _ALWAYS_EQUAL = (
 )
 
 
+_ALWAYS_EQUAL_OBJECT = (
+    "class Anything:\n"
+    "    def __eq__(self, other):\n"
+    "        return True\n"
+    "    def __ne__(self, other):\n"
+    "        return False\n"
+    "    def __hash__(self):\n"
+    "        return 0\n"
+    "    def __repr__(self):\n"
+    "        return repr('a-b')\n"
+    "def slugify(text):\n"
+    "    return Anything()\n"
+)
+
+
 def forged(trick: str) -> str:
     if trick == "skip at run time":
         return _SKIPPING
     if trick == "always-equal string":
         return _ALWAYS_EQUAL
+    if trick == "always-equal object":
+        return _ALWAYS_EQUAL_OBJECT
     return TRICKS[trick] + WRONG
 
 
@@ -235,7 +253,16 @@ def test_a_graph_run_with_the_right_artifact_ends_success(tmp_path):
     assert _slugify_run(tmp_path, RIGHT)["status"] == "success"
 
 
-@pytest.mark.parametrize("trick", ["exit 0 at import", "patch the test runner", "fake passed line"])
+@pytest.mark.parametrize(
+    "trick",
+    [
+        "exit 0 at import",
+        "patch the test runner",
+        "fake passed line",
+        "always-equal string",
+        "always-equal object",
+    ],
+)
 def test_a_graph_run_with_a_forging_artifact_never_ends_success(tmp_path, trick):
     result = _slugify_run(tmp_path, forged(trick))
 
