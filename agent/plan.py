@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agent.checks import CheckScope
 
 MAX_STEP_ID_CHARS = 40
+MAX_INSTRUCTIONS_CHARS = 8000
 # A step id names its scratch folder, work/<step_id>/: a "/" would nest one step's scratch in
 # another's ("S1/x" inside "S1"), ".." would climb out, a newline or a space would break the
 # prompts' "step_id: S1" lines. A letter or digit first, so "." and ".." cannot match.
@@ -42,7 +43,9 @@ class Step(BaseModel):
     )
     depends_on: list[str] = Field(default_factory=list, description="Ids that must finish first.")
     action: str = Field(description="A registered subagent name, never a free string.")
-    instructions: str = Field(min_length=1, max_length=8000, description="What the step does.")
+    instructions: str = Field(
+        min_length=1, max_length=MAX_INSTRUCTIONS_CHARS, description="What the step does."
+    )
     expected_output: str = Field(description="The artifact path the step must produce.")
     done_when: dict[str, Any] | str = Field(
         default_factory=lambda: {"kind": "non_empty"},
@@ -138,10 +141,12 @@ def plan_errors(
     actions: Collection[str],
     max_steps: int,
     databases: Collection[str] = (),
+    files: Collection[str] = (),
 ) -> list[str]:
     """Everything wrong with a plan, so one retry can fix all of it at once. ``databases``
-    are the names of the databases the user declared: a check may name only those, or a
-    file a step it depends on writes."""
+    are the names of the databases the user declared and ``files`` the paths already in
+    the thread: a check may name only those, its own artifact, or a file a step it depends
+    on writes."""
     from agent.checks import validate_check_spec
 
     errors: list[str] = []
@@ -157,6 +162,7 @@ def plan_errors(
             errors.append(f"duplicate step_id {step_id!r}")
         seen.add(step_id)
     outputs: dict[str, str] = {}
+    thread_files = frozenset(files)
     folded: dict[str, str] = {}  # fold(output) -> the first output with that key
     for step in steps:
         if step.action not in actions:
@@ -183,28 +189,38 @@ def plan_errors(
         outputs.setdefault(step.expected_output, step.step_id)
         if step.expected_output.startswith("work/"):
             errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
-        for problem in validate_check_spec(step.done_when, _scope(step, steps, databases)):
+        for problem in validate_check_spec(step.done_when, _scope(step, steps, databases, thread_files)):
             errors.append(f"step {step.step_id}: done_when {problem}")
     if (cycle := _cycle(steps)) is not None:
         errors.append("dependency cycle: " + " -> ".join(cycle))
     return errors
 
 
-def _scope(step: Step, steps: list[Step], databases: Collection[str]) -> CheckScope:
+def _scope(
+    step: Step, steps: list[Step], databases: Collection[str], thread_files: frozenset[str]
+) -> CheckScope:
     """What the step's check will reach when it runs (``agent.checks.CheckScope``): the
-    declared databases and its dependencies' outputs (``subagent_task``)."""
+    declared databases, its dependencies' outputs (``subagent_task``), the thread's files."""
     from agent.checks import CheckScope
 
     outputs = {s.step_id: s.expected_output for s in steps}
     files = frozenset(outputs[d] for d in step.depends_on if d in outputs and d != step.step_id)
-    return CheckScope(frozenset(databases), files)
+    writers = tuple((s.expected_output, s.step_id) for s in steps)
+    return CheckScope(frozenset(databases), files, thread_files, step.expected_output, writers)
 
 
 def parse_plan(
-    data: Any, *, actions: Collection[str], max_steps: int, databases: Collection[str] = ()
+    data: Any,
+    *,
+    actions: Collection[str],
+    max_steps: int,
+    databases: Collection[str] = (),
+    files: Collection[str] = (),
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
-    ``databases``: the names of the databases the user declared (``plan_errors``)."""
+    Steps that write the same file are merged first where that is safe
+    (:func:`merge_same_outputs`). ``databases``: the names of the databases the user
+    declared; ``files``: the paths already in the thread (``plan_errors``)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -220,8 +236,88 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
-    errors = plan_errors(steps, actions=actions, max_steps=max_steps, databases=databases)
+    steps = merge_same_outputs(steps)
+    errors = plan_errors(
+        steps, actions=actions, max_steps=max_steps, databases=databases, files=files
+    )
     return (None, errors) if errors else (steps, [])
+
+
+def merge_same_outputs(steps: list[Step]) -> list[Step]:
+    """``steps`` with every group of steps that write the same file merged into one, where
+    that is safe; an unsafe group is left as it is, for ``plan_errors`` to refuse.
+
+    Small models split "write x.py" and "improve x.py" into two steps: both would write the
+    file, and neither's check would judge the other's work. The merged step keeps the first
+    step's id and place, does every step's instructions in dependency order, depends on
+    what any of them depended on (but each other), and takes over their dependants. Its
+    check is the last step's (the one that sees the finished file; an earlier step's check
+    would judge a draft the later step rewrites), unless the last one has only the default
+    ``non_empty``: then the last explicit check among them, the stricter. Safe means: ids unique, the same
+    action, instructions that fit a step, and no dependency cycle through another step."""
+    ids = [s.step_id for s in steps]
+    if len(set(ids)) != len(ids):
+        return steps
+    groups: dict[str, list[Step]] = {}
+    for step in steps:
+        groups.setdefault(step.expected_output, []).append(step)
+    merged = steps
+    for group in groups.values():
+        if len(group) > 1:
+            merged = _merged_group(merged, [s.step_id for s in group])
+    return merged
+
+
+def _merged_group(steps: list[Step], group_ids: list[str]) -> list[Step]:
+    """``steps`` with the steps ``group_ids`` merged, or ``steps`` unchanged if unsafe."""
+    by_id = {s.step_id: s for s in steps}
+    group = _in_dependency_order([by_id[i] for i in group_ids])
+    if group is None or len({s.action for s in group}) != 1:
+        return steps
+    members = set(group_ids)
+    keep = next(s.step_id for s in steps if s.step_id in members)  # the first in plan order
+    instructions = "\n\n".join(s.instructions for s in group)
+    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
+        return steps
+    depends = [d for s in group for d in s.depends_on if d not in members]
+    one = group[-1].model_copy(
+        update={
+            "step_id": keep,
+            "instructions": instructions,
+            "depends_on": list(dict.fromkeys(depends)),
+            "done_when": _last_check(group),
+        }
+    )
+    out: list[Step] = []
+    for step in steps:
+        if step.step_id == keep:
+            out.append(one)
+        elif step.step_id not in members:
+            deps = [keep if d in members else d for d in step.depends_on]
+            out.append(step.model_copy(update={"depends_on": list(dict.fromkeys(deps))}))
+    return steps if _cycle(out) is not None else out
+
+
+def _last_check(group: list[Step]) -> dict[str, Any] | str:
+    """The check of the last step of ``group`` that has more than the default one."""
+    default = Step.model_fields["done_when"].get_default(call_default_factory=True)
+    explicit = [s.done_when for s in group if s.done_when != default]
+    return explicit[-1] if explicit else group[-1].done_when
+
+
+def _in_dependency_order(group: list[Step]) -> list[Step] | None:
+    """``group`` ordered so that a step comes after those of the group it depends on
+    (plan order otherwise); None when they depend on each other in a cycle."""
+    left = list(group)
+    ordered: list[Step] = []
+    while left:
+        names = {s.step_id for s in left}
+        ready = next((s for s in left if not names & set(s.depends_on) - {s.step_id}), None)
+        if ready is None:
+            return None
+        ordered.append(ready)
+        left.remove(ready)
+    return ordered
 
 
 def new_plan(steps: list[Step], version: int) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Asking the planner model for a plan: one retry with the validation errors (docs/architecture.md),
-then the merge with the plan it replaces. No graph here: the planner node calls this."""
+one more with an example plan when the retry repeats the invalid plan, then the merge with
+the plan it replaces. No graph here: the planner node calls this."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,13 +14,20 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agent.checks import describe_kinds
 from agent.models import Metered
-from agent.plan import Step, merge_replan, parse_plan, plan_draft_for
+from agent.plan import (
+    MAX_INSTRUCTIONS_CHARS,
+    PlanDraft,
+    Step,
+    merge_replan,
+    parse_plan,
+    plan_draft_for,
+)
 from agent.prompts import render
 from agent.quoting import data_block
 from agent.subagents import SubAgent, describe_registry
-from agent.vfs import summarize_files
+from agent.vfs import PathError, summarize_files, validate_path
 
-__all__ = ["PlanOutcome", "ask_planner", "apply_plan", "describe_databases"]
+__all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
 
 
 @dataclass
@@ -63,21 +72,74 @@ async def ask_planner(
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)
-    for _attempt in range(2):  # docs/architecture.md: one retry with the errors, then escalate
+    answers: list[str] = []
+    # docs/architecture.md: one retry with the errors, then escalate; a retry that repeats
+    # the invalid plan word for word (a greedy small model does) earns one more, shown an
+    # example of a valid plan for the goal: the errors alone did not move it
+    for attempt in range(3):
         draft, raw = await metered.astructured(messages, plan_draft_for(tuple(sorted(registry))))
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
         else:
             steps, errors = parse_plan(
-                draft, actions=registry, max_steps=max_plan_steps, databases=databases
+                draft,
+                actions=registry,
+                max_steps=max_plan_steps,
+                databases=databases,
+                files=tuple(files),
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
             return outcome
         shown = raw[:2000] if draft is None else draft.model_dump_json()[:4000]
-        retry = render("planner_retry", errors="\n".join(f"- {e}" for e in outcome.errors))
+        repeated = shown in answers
+        answers.append(shown)
+        if attempt == 2 or (attempt == 1 and not repeated):
+            break
+        errors = "\n".join(f"- {e}" for e in outcome.errors)
+        if repeated:
+            example = example_plan(str(state.get("goal", "")), registry, draft)
+            retry = render(
+                "planner_retry_example",
+                errors=errors,
+                actions=", ".join(sorted(registry)),
+                check_kinds=describe_kinds(),
+                example=example,
+            )
+        else:
+            retry = render("planner_retry", errors=errors)
         messages += [AIMessage(shown), HumanMessage(retry)]
     return outcome
+
+
+_NAMED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.[A-Za-z0-9]{1,8}\b")
+DEFAULT_EXAMPLE_OUTPUT = "answer.md"
+
+
+def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft | None) -> str:
+    """A one-step plan for ``goal`` as JSON (``prompts/planner_example.txt``): the step
+    does the goal and writes the file the invalid draft or the goal names (else
+    ``answer.md``), with an action the draft used when it is registered."""
+    used = [s.action for s in draft.steps] if draft is not None else []
+    action = next((a for a in used if a in registry), None) or next(iter(registry), "writer")
+    named = [s.expected_output for s in draft.steps] if draft is not None else []
+    named += _NAMED_FILE.findall(goal)
+    output = next((p for p in named if _artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
+    instructions = " ".join(goal.split())[:MAX_INSTRUCTIONS_CHARS] or "Do what the goal asks."
+    return render(
+        "planner_example",
+        action=json.dumps(action),
+        instructions=json.dumps(instructions),
+        expected_output=json.dumps(output),
+    ).strip()
+
+
+def _artifact_path(path: str) -> bool:
+    """Whether a step may write ``path`` (a VFS path, not scratch space)."""
+    try:
+        return validate_path(path) == path and not path.startswith("work/")
+    except PathError:
+        return False
 
 
 def describe_databases(names: Collection[str]) -> str:

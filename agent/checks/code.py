@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent.checks.registry import needs_strings, register_check
+from agent.checks.registry import CheckScope, needs_strings, register_check
 from agent.checks.report import CheckReport, make_report
 from agent.sandbox import Job, SandboxResult, program, run_jobs, weaker_isolation_warning
 
@@ -77,6 +77,38 @@ def _validate_python(spec: dict[str, Any]) -> list[str]:
 
 def _validate_pytest(spec: dict[str, Any]) -> list[str]:
     return needs_strings(spec, "tests") + _valid_timeout(spec)
+
+
+MAX_NAMED_FILES = 12  # files an advice lists by name; the rest are counted
+
+
+def _validate_pytest_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
+    """Each test file must be one the check will hold: the step's artifact, a dependency's
+    output or a file already in the thread. Otherwise the plan is refused with what would
+    make it hold: the step that writes it as a dependency, a new step, or an existing file."""
+    writers = dict(scope.writers)
+    reachable = scope.files | scope.thread_files | {scope.artifact}
+    errors: list[str] = []
+    for test in spec["tests"]:
+        if test in reachable:
+            continue
+        writer = writers.get(test)
+        if writer is not None:
+            errors.append(
+                f"pytest check names {test!r}, which step {writer} writes but this step does "
+                f"not depend on: add {writer!r} to this step's depends_on"
+            )
+            continue
+        existing = sorted((scope.thread_files | scope.files) - {""})
+        shown = ", ".join(existing[:MAX_NAMED_FILES]) or "the thread has no files yet"
+        if len(existing) > MAX_NAMED_FILES:
+            shown += f" (and {len(existing) - MAX_NAMED_FILES} more)"
+        errors.append(
+            f"pytest check names {test!r}, which no step writes and which is not among the "
+            f"thread's files: add a step that writes it (a step whose action writes code) and "
+            f"make this step depend on it, or name a file that exists: {shown}"
+        )
+    return errors
 
 
 def _valid_timeout(spec: dict[str, Any]) -> list[str]:
@@ -335,7 +367,8 @@ def register() -> None:
         _check_pytest,
         validate=_validate_pytest,
         describe=(
-            '{"kind": "pytest", "tests": ["tests/test_x.py"]} (the tests must be another step\'s'
-            " artifact)"
+            '{"kind": "pytest", "tests": ["tests/test_x.py"]} (each test file is written by a'
+            " step this step depends on, or is already among the files)"
         ),
+        validate_in_scope=_validate_pytest_in_scope,
     )

@@ -60,6 +60,13 @@ class CheckScope:
     """Names of the databases the user declared (``agent.databases``)."""
     files: frozenset[str] = frozenset()
     """VFS paths the step's check will see besides its artifact: its dependencies' outputs."""
+    thread_files: frozenset[str] = frozenset()
+    """VFS paths already in the thread when the plan is made: the user's files and earlier
+    rounds' artifacts."""
+    artifact: str = ""
+    """The step's own ``expected_output``."""
+    writers: tuple[tuple[str, str], ...] = ()
+    """``(expected_output, step_id)`` of every step of the plan, for advice on a refusal."""
 
 
 ScopeValidator = Callable[[dict[str, Any], CheckScope], list[str]]

@@ -99,6 +99,8 @@ def _validate_sql_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]
     db = spec["db"]
     if db in scope.databases or db in scope.files:
         return []
+    if db in scope.thread_files and db != scope.artifact:
+        return []  # a database already among the thread's files (the user's, say)
     declared = ", ".join(sorted(scope.databases)) or "none is declared"
     files = ", ".join(sorted(scope.files)) or "its step depends on none"
     return [

@@ -153,7 +153,14 @@ HOSTILE_PLANS: dict[str, tuple[Any, str]] = {
         "dependency cycle",
     ),
     "unknown action": (_plan_with(action="shell"), "unknown action 'shell'"),
-    "duplicate outputs": (_plan_with(expected_output="a.md"), "both produce 'a.md'"),
+    "duplicate outputs": (
+        _plan_with(expected_output="a.md", action="coder"),  # two actions: not merged
+        "both produce 'a.md'",
+    ),
+    "pytest of a file no step writes": (
+        _plan_with(done_when={"kind": "pytest", "tests": ["tests/test_b.py"]}),
+        "'tests/test_b.py', which no step writes",
+    ),
     "duplicate ids": (_plan_with(step_id="S1", depends_on=[]), "duplicate step_id 'S1'"),
     "unknown dependency": (_plan_with(depends_on=["S9"]), "unknown step 'S9'"),
     "output outside the workspace": (_plan_with(expected_output="../etc/passwd"), "climbs out"),
@@ -175,13 +182,17 @@ HOSTILE_PLANS: dict[str, tuple[Any, str]] = {
 def test_an_invalid_plan_is_retried_once_with_its_errors_then_escalated(tmp_path, name):
     bad, why = HOSTILE_PLANS[name]
     answer = {"steps": bad} if isinstance(bad, list) else bad
-    roles = models([answer, answer], [END])
+    roles = models([answer, answer, answer], [END])
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")
-    assert len(roles["planner"].calls) == 2  # one retry, then a human
+    # one retry with the errors; the same plan again earns one more, with an example plan
+    assert len(roles["planner"].calls) == 3
     retry_prompt = str(roles["planner"].calls[1][-1].content)
     assert prompt_values("planner_retry", retry_prompt) and why in retry_prompt
+    example_prompt = str(roles["planner"].calls[2][-1].content)
+    values = prompt_values("planner_retry_example", example_prompt)
+    assert values and why in values["errors"] and '"step_id": "S1"' in values["example"]
     assert len(roles["reflection"].calls) == 0 and len(roles["default"].calls) == 0
 
 
@@ -192,7 +203,7 @@ def test_an_invalid_plan_is_retried_once_with_its_errors_then_escalated(tmp_path
 def test_the_escalation_question_names_what_is_wrong_with_the_plan(tmp_path, name):
     bad, why = HOSTILE_PLANS[name]
     answer = {"steps": bad} if isinstance(bad, list) else bad
-    graph, _ = sqlite_graph(tmp_path, models([answer, answer], [END]))
+    graph, _ = sqlite_graph(tmp_path, models([answer, answer, answer], [END]))
     result = run(graph, "goal", context=ctx(), thread_id="t")
     question = result["escalation"]["question"]  # the errors are quoted as a JSON literal
     start = question.index('errors="') + len("errors=")
@@ -201,15 +212,15 @@ def test_the_escalation_question_names_what_is_wrong_with_the_plan(tmp_path, nam
 
 def test_a_ten_thousand_step_plan_is_rejected_with_its_size(tmp_path):
     huge = [step(f"S{i}", f"out/{i}.md", deps=(f"S{i - 1}",) if i else ()) for i in range(10_000)]
-    roles = models([{"steps": huge}, {"steps": huge}], [END])
+    roles = models([{"steps": huge}, {"steps": huge}, {"steps": huge}], [END])
     graph, _ = sqlite_graph(tmp_path, roles)
     started = time.perf_counter()
     result = run(graph, "goal", context=ctx(), thread_id="t")
     elapsed = time.perf_counter() - started
     assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")
     assert "10000" in result["escalation"]["question"]  # the size that was refused
-    assert len(roles["planner"].calls) == 2
-    print(f"\n10,000-step plan rejected in {elapsed:.2f} s (two planner answers)")
+    assert len(roles["planner"].calls) == 3  # the same plan twice: a third try, with an example
+    print(f"\n10,000-step plan rejected in {elapsed:.2f} s (three planner answers)")
 
 
 def test_a_ten_thousand_step_plan_is_not_validated_step_by_step(tmp_path, monkeypatch):
@@ -217,11 +228,12 @@ def test_a_ten_thousand_step_plan_is_not_validated_step_by_step(tmp_path, monkey
     real = plan_module.validate_path
     monkeypatch.setattr(plan_module, "validate_path", lambda p: validated.append(p) or real(p))
     huge = [step(f"S{i}", f"out/{i}.md") for i in range(10_000)]
-    roles = models([{"steps": huge}, {"steps": huge}], [END])
+    roles = models([{"steps": huge}] * 3, [END])
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert result["stop_reason"] == "invalid_plan"
-    assert len(validated) < 2_500, f"{len(validated)} step outputs validated one by one"
+    bound = 1_250 * len(roles["planner"].calls)  # per answer: the size is refused first
+    assert len(validated) < bound, f"{len(validated)} step outputs validated one by one"
 
 
 # ----------------------------------------------------------------------------- paths, sizes
