@@ -234,6 +234,42 @@ def classify(exc: BaseException) -> ErrorClass:
     return ErrorClass.UNKNOWN
 
 
+# What servers say when a request does not fit the model's context window: OpenAI
+# ("maximum context length", code context_length_exceeded), llama.cpp ("the request exceeds
+# the available context size", exceed_context_size_error, n_ctx), vLLM ("maximum context
+# length"), Ollama, Anthropic ("prompt is too long"), Bedrock/Gemini ("input is too long",
+# "exceeds the maximum number of tokens").
+_CONTEXT_MARKERS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "context window",
+    "context size",
+    "exceed_context",
+    "exceeds the context",
+    "n_ctx",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "maximum number of tokens",
+)
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether a model request failed because it does not fit the model's context window:
+    a shorter request may pass where the same one never will (it is ``invalid_input``)."""
+    for link in exception_chain(exc):
+        if isinstance(link, _OVERFLOWS):
+            return True
+        if isinstance(link, AgentError):
+            return False
+        text = str(link)[:4000].lower()
+        if any(marker in text for marker in _CONTEXT_MARKERS):
+            code = _status_code(link)
+            return code is None or 400 <= code < 500
+    return False
+
+
 def is_transient(exc: BaseException) -> bool:
     """``retry_on`` for LangGraph's ``RetryPolicy``: only transient errors are retried."""
     return classify(exc) is ErrorClass.TRANSIENT

@@ -34,10 +34,10 @@ from pydantic import BaseModel, ValidationError
 
 from agent.errors import ConfigError, describe
 from agent.prompts import render
-from agent.providers import provider_model, structured_method_for
+from agent.providers import constrained_decoding, provider_model, structured_method_for
 from agent.scenarios import scenario_model
 from agent.scripted import ScriptedChatModel, is_model, tool_call
-from agent.structured import TEXT, StructuredMethods, parse_structured, refusal_of
+from agent.structured import JSON_SCHEMA, TEXT, StructuredMethods, parse_structured, refusal_of
 
 __all__ = [
     "JUDGE",
@@ -273,7 +273,8 @@ class Metered:
             return await self._ask(self.structured_method, messages, schema, config)
         key = model_key(self.model)
         refused = "every structured-output method was refused"
-        for method in STRUCTURED_METHODS.order(key):
+        first = (JSON_SCHEMA,) if constrained_decoding(self.model) else ()
+        for method in STRUCTURED_METHODS.order(key, first):
             try:
                 parsed, raw = await self._ask(method, messages, schema, config)
             except Exception as exc:

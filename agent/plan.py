@@ -189,7 +189,9 @@ def plan_errors(
         outputs.setdefault(step.expected_output, step.step_id)
         if step.expected_output.startswith("work/"):
             errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
-        for problem in validate_check_spec(step.done_when, _scope(step, steps, databases, thread_files)):
+        for problem in validate_check_spec(
+            step.done_when, _scope(step, steps, databases, thread_files)
+        ):
             errors.append(f"step {step.step_id}: done_when {problem}")
     if (cycle := _cycle(steps)) is not None:
         errors.append("dependency cycle: " + " -> ".join(cycle))

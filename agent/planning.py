@@ -5,6 +5,7 @@ the plan it replaces. No graph here: the planner node calls this."""
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -112,8 +113,10 @@ async def ask_planner(
     return outcome
 
 
-_NAMED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.[A-Za-z0-9]{1,8}\b")
+# a relative file name in the goal's text, not the tail of an absolute or climbing path
+_NAMED_FILE = re.compile(r"(?<![\w./\\~-])[A-Za-z0-9_][\w./-]*\.[A-Za-z0-9]{1,8}\b")
 DEFAULT_EXAMPLE_OUTPUT = "answer.md"
+_PROSE = (".md", ".txt", ".rst", "")  # outputs a writer writes; any other a coder
 
 
 def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft | None) -> str:
@@ -121,10 +124,12 @@ def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft |
     does the goal and writes the file the invalid draft or the goal names (else
     ``answer.md``), with an action the draft used when it is registered."""
     used = [s.action for s in draft.steps] if draft is not None else []
-    action = next((a for a in used if a in registry), None) or next(iter(registry), "writer")
     named = [s.expected_output for s in draft.steps] if draft is not None else []
     named += _NAMED_FILE.findall(goal)
     output = next((p for p in named if _artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
+    role = "writer" if posixpath.splitext(output)[1] in _PROSE else "coder"
+    fallback = role if role in registry else next(iter(registry), role)
+    action = next((a for a in used if a in registry), fallback)
     instructions = " ".join(goal.split())[:MAX_INSTRUCTIONS_CHARS] or "Do what the goal asks."
     return render(
         "planner_example",

@@ -32,6 +32,7 @@ from agent.errors import ConfigError
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "EXTRAS",
+    "constrained_decoding",
     "known_providers",
     "provider_model",
     "structured_method_for",
@@ -150,6 +151,27 @@ def structured_method_for(model: BaseChatModel, requested: str) -> str:
     if "function_calling" in accepted:
         return "function_calling"
     return requested
+
+
+# Hosts whose OpenAI-compatible API is the vendor's own, where tool calling is the reliable
+# way to a structured answer; any other base URL is a server of one's own (llama.cpp, vLLM,
+# LM Studio, Ollama's /v1) that enforces a response_format schema while decoding.
+_HOSTED_OPENAI = ("api.openai.com", "openai.azure.com")
+
+
+def constrained_decoding(model: BaseChatModel) -> bool:
+    """Whether ``model``'s server constrains decoding to a JSON schema, so a structured
+    answer asked that way cannot come back as prose: Ollama (``format``), and an
+    OpenAI-compatible server of one's own (``response_format`` json_schema, which llama.cpp
+    and vLLM turn into a grammar). ``structured_output="auto"`` then tries ``json_schema``
+    first: a small local model asked for a tool call often answers in prose instead."""
+    name = type(model).__name__
+    if name == "ChatOllama":
+        return True
+    if name != "ChatOpenAI":
+        return False
+    base = getattr(model, "openai_api_base", None) or os.environ.get("OPENAI_BASE_URL") or ""
+    return bool(base) and not any(host in base for host in _HOSTED_OPENAI)
 
 
 # ---------------------------------------------------------------------------- internals

@@ -433,18 +433,22 @@ class StructuredMethods:
         self._models: dict[str, _ModelMemory] = {}
         self._lock = threading.Lock()
 
-    def _memory(self, model_key: str) -> _ModelMemory:
+    def _memory(self, model_key: str, first: Sequence[str] = ()) -> _ModelMemory:
         key = str(model_key)
         memory = self._models.get(key)
         if memory is None:
-            memory = self._models[key] = _ModelMemory(order=list(self._methods))
+            lead = [m for m in first if m in self._methods]
+            order = list(dict.fromkeys([*lead, *self._methods]))
+            memory = self._models[key] = _ModelMemory(order=order)
         return memory
 
-    def order(self, model_key: str) -> list[str]:
+    def order(self, model_key: str, first: Sequence[str] = ()) -> list[str]:
         """The methods to try for ``model_key``, best first (never empty when ``text`` is
-        among the methods)."""
+        among the methods). ``first``: the methods to start with for a model not seen yet
+        (``json_schema`` where the server constrains decoding); what was learnt about a
+        model seen before wins."""
         with self._lock:
-            memory = self._memory(model_key)
+            memory = self._memory(model_key, first)
             return [m for m in memory.order if m not in memory.dropped]
 
     def preferred(self, model_key: str) -> str:

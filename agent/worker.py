@@ -24,7 +24,8 @@ from langgraph.errors import GraphBubbleUp
 from agent.checks import run_check
 from agent.controller import LoopConfig, LoopResult, arevise_loop
 from agent.critic import critique_from_check
-from agent.errors import ErrorClass, classify, describe
+from agent.context_window import TRIM_PASSES, ContextWindowExceeded, trim_tool_results
+from agent.errors import ErrorClass, classify, describe, is_context_overflow
 from agent.events import check_event, emit
 from agent.loop import run_sync
 from agent.models import Metered, merge_usage, model_key, with_metadata
@@ -195,7 +196,7 @@ class StepWorker:
         self._draft_start = self._artifact_write()
         for turn in range(self.max_tool_turns):
             bound = tools if TOOL_CALLING.binds(self.tool_calling, self.model_key) else []
-            answer = await self.replay.answer(messages, self.model.ainvoke, bound, metadata)
+            answer = await self._answer(messages, bound, metadata)
             answer, from_text = self._with_text_calls(answer, turn)
             if answer.tool_calls:
                 TOOL_CALLING.record(self.model_key, native=not from_text)
@@ -231,6 +232,29 @@ class StepWorker:
                 messages.append(self._answer_call(bad, invalid_call_error(bad)))
         draft = self.workspace.contents().get(self.step["expected_output"], "")
         return draft, self.model.tokens - before
+
+    async def _answer(
+        self, messages: list[BaseMessage], tools: list[Any], metadata: dict[str, Any]
+    ) -> AIMessage:
+        """The model's next answer; a conversation over the model's context window is asked
+        again with its oldest tool results trimmed, then fails the step (not the run)."""
+        trimmed = 0
+        while True:  # each pass trims at least one tool result, or raises
+            try:
+                return await self.replay.answer(messages, self.model.ainvoke, tools, metadata)
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                cut = 0
+                for keep in TRIM_PASSES:
+                    if cut := trim_tool_results(messages, keep=keep):
+                        break
+                if not cut:
+                    self._event("context_window", observation=describe(exc), trimmed=trimmed)
+                    raise ContextWindowExceeded(exc, trimmed) from exc
+                trimmed += cut
+                note = f"over the model's context window: {cut} tool result(s) trimmed"
+                self._event("context_trimmed", observation=note, trimmed=cut)
 
     def _artifact_write(self) -> Any:
         """The artifact's last write (its content, by identity), None if never written."""

@@ -144,7 +144,7 @@ def test_an_nfd_artifact_name_and_its_nfc_write_are_one_file(tmp_path):
 )
 def test_a_plan_naming_confusable_artifacts_is_retried_with_the_reason(tmp_path, outputs, why):
     plan = [step(f"S{i}", out) for i, out in enumerate(outputs, 1)]
-    roles = models([{"steps": plan}, {"steps": plan}], [END])
+    roles = models([{"steps": plan}] * 3, [END])
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run_graph(graph)
     assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")

@@ -269,12 +269,36 @@ def test_malformed_planner_answer_is_retried_once_with_the_errors(tmp_path):
 
 def test_an_invalid_plan_twice_escalates(tmp_path):
     cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
-    roles = models([{"steps": cyclic}, {"steps": cyclic}], [])
+    roles = models([{"steps": cyclic}] * 3, [])  # the same plan again earns a third try
     graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert result["status"] == "awaiting_input" and result["stop_reason"] == "invalid_plan"
     assert "cycle" in result["escalation"]["question"]
     assert reflection_calls(roles) == 0
+
+
+def test_two_different_invalid_plans_escalate_after_one_retry(tmp_path):
+    cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
+    unknown = [step("S1", "a.md", deps=("S9",))]
+    roles = models([{"steps": cyclic}, {"steps": unknown}], [])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")
+    assert len(roles["planner"].calls) == 2  # no example: the retry did move
+
+
+def test_the_same_invalid_plan_twice_gets_an_example_and_a_third_try(tmp_path):
+    cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
+    roles = models([{"steps": cyclic}, {"steps": cyclic}, {"steps": [step("S1", "a.md")]}], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "Write notes to a.md", context=ctx(), thread_id="t")
+    assert result["status"] == "success"
+    third = str(roles["planner"].calls[2][-1].content)
+    values = prompt_values("planner_retry_example", third)
+    assert values is not None and "cycle" in values["errors"]
+    example = json.loads(values["example"])
+    assert example["steps"][0]["expected_output"] == "a.md"  # the file the draft named
+    assert example["steps"][0]["instructions"] == "Write notes to a.md"
 
 
 def test_malformed_reflection_answer_is_a_failed_round_never_an_end(tmp_path):

@@ -162,12 +162,12 @@ def test_per_step_scripts_and_a_rubric_judge_work_with_every_prompt_reworded(rew
 
 def test_an_invalid_plan_is_retried_then_escalated_with_every_prompt_reworded(reworded, tmp_path):
     cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
-    roles = models([{"steps": cyclic}, {"steps": cyclic}], [])
+    roles = models([{"steps": cyclic}] * 3, [])
     graph, conn = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     conn.close()
     assert (result["status"], result["stop_reason"]) == ("awaiting_input", "invalid_plan")
-    assert len(roles["planner"].calls) == 2
+    assert len(roles["planner"].calls) == 3  # the same plan twice: a try with an example
 
 
 def test_a_run_over_the_openai_wire_succeeds_with_every_prompt_reworded(

@@ -395,7 +395,7 @@ def test_a_plan_naming_the_thread_store_is_refused_and_retried_with_the_declared
 
 def test_a_plan_naming_host_paths_twice_stops_before_any_check_runs(tmp_path, host, shop):
     bad = {"steps": sql_plan(str(host / "secret.db"))}
-    roles = models([bad, bad], [], writer(QUERY))
+    roles = models([bad] * 3, [], writer(QUERY))
     graph, _ = sqlite_graph(tmp_path / "g", roles, databases={"shop": shop})
 
     result = run(graph, "query the shop", context=ctx(), thread_id="t")
@@ -412,7 +412,7 @@ def test_a_plan_naming_the_store_of_the_running_graph_never_quotes_another_threa
     assert run(graph, SECRET, context=ctx(), thread_id="other")["status"] == "success"
     connection.close()
     bad = {"steps": sql_plan(".deepreflect/threads.sqlite")}
-    roles = models([bad, bad], [], writer(QUERY))
+    roles = models([bad] * 3, [], writer(QUERY))
     graph, _ = sqlite_graph(store, roles, databases={"shop": shop})
 
     result = run(graph, "query the shop", context=ctx(), thread_id="t")

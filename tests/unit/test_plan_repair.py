@@ -1,0 +1,208 @@
+"""Plans a small model gets wrong in ways code can settle: two steps writing one file
+(merged when safe), a pytest check of a file nothing writes (refused with advice), and the
+example plan shown after a repeated invalid plan (it must itself be valid)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.checks import describe_kinds
+from agent.plan import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, merge_same_outputs, parse_plan
+from agent.planning import DEFAULT_EXAMPLE_OUTPUT, example_plan
+from agent.subagents import build_registry
+from tests.fakes import step
+
+ACTIONS = {"writer", "coder", "researcher", "critic"}
+
+
+def parse(steps, files=()):
+    return parse_plan({"steps": steps}, actions=ACTIONS, max_steps=20, files=files)
+
+
+def ids(steps):
+    return [s.step_id for s in steps]
+
+
+# ------------------------------------------------------------------ same output, merged
+
+
+def test_write_then_improve_the_same_file_is_one_step_doing_both():
+    first = step("S1", "x.py", action="coder", text="Write x.py.")
+    second = step("S2", "x.py", action="coder", deps=("S1",), text="Improve x.py.")
+    steps, errors = parse([first, second])
+    assert errors == [] and ids(steps) == ["S1"]
+    assert steps[0].instructions == "Write x.py.\n\nImprove x.py."
+    assert steps[0].depends_on == []
+
+
+def test_merged_step_takes_over_dependants_and_unions_dependencies():
+    plan = [
+        step("A", "a.md"),
+        step("B", "b.md"),
+        step("S2", "x.md", deps=("B", "S1"), text="second"),  # listed first, runs second
+        step("S1", "x.md", deps=("A",), text="first"),
+        step("C", "c.md", deps=("S1", "S2")),
+    ]
+    steps, errors = parse(plan)
+    assert errors == []
+    by_id = {s.step_id: s for s in steps}
+    assert ids(steps) == ["A", "B", "S2", "C"]  # the first id in plan order is kept
+    assert by_id["S2"].instructions == "first\n\nsecond"  # dependency order
+    assert sorted(by_id["S2"].depends_on) == ["A", "B"]
+    assert by_id["C"].depends_on == ["S2"]
+
+
+def test_three_steps_writing_one_file_become_one():
+    plan = [step(f"S{i}", "out.md", deps=(f"S{i - 1}",) if i > 1 else ()) for i in (1, 2, 3)]
+    steps, errors = parse(plan)
+    assert errors == [] and ids(steps) == ["S1"] and steps[0].instructions.count("\n\n") == 2
+
+
+def test_the_last_explicit_check_is_kept_not_the_default():
+    check = {"kind": "contains", "all": ["def f"]}
+    plan = [step("S1", "x.py", check=check), step("S2", "x.py", deps=("S1",))]
+    steps, _ = parse(plan)
+    assert steps[0].done_when == check
+    later = {"kind": "regex", "pattern": "return"}
+    plan = [step("S1", "x.py", check=check), step("S2", "x.py", deps=("S1",), check=later)]
+    steps, _ = parse(plan)
+    assert steps[0].done_when == later
+
+
+@pytest.mark.parametrize(
+    ("plan", "why"),
+    [
+        ([step("S1", "x.md"), step("S2", "x.md", action="coder")], "two actions"),
+        (
+            [step("S1", "x.md"), step("M", "m.md", deps=("S1",)), step("S2", "x.md", deps=("M",))],
+            "a step between them would make a cycle",
+        ),
+        (
+            [step("S1", "x.md", text="a" * 5000), step("S2", "x.md", text="b" * 5000)],
+            "instructions too long for one step",
+        ),
+        ([step("S1", "x.md"), step("S1", "x.md")], "duplicate ids"),
+    ],
+)
+def test_an_unsafe_merge_is_left_for_validation_to_refuse(plan, why):
+    steps, errors = parse(plan)
+    assert steps is None, why
+    assert any("both produce 'x.md'" in e or "duplicate step_id" in e for e in errors), errors
+
+
+def test_merge_leaves_a_plan_without_twins_untouched():
+    steps = PlanDraft.model_validate({"steps": [step("S1", "a.md"), step("S2", "b.md")]}).steps
+    assert merge_same_outputs(steps) is steps
+    assert (
+        MAX_INSTRUCTIONS_CHARS
+        == PlanDraft.model_json_schema()["$defs"]["Step"]["properties"]["instructions"]["maxLength"]
+    )
+
+
+# --------------------------------------------------------- pytest checks of unwritten files
+
+
+def pytest_step(step_id, output, tests, deps=()):
+    return step(
+        step_id, output, action="coder", deps=deps, check={"kind": "pytest", "tests": tests}
+    )
+
+
+def test_pytest_check_of_a_file_no_step_writes_is_refused_with_advice():
+    _, errors = parse([step("S1", "lib.py"), pytest_step("S2", "app.py", ["tests/test_app.py"])])
+    (error,) = errors
+    assert "step S2" in error and "'tests/test_app.py', which no step writes" in error
+    assert "add a step that writes it" in error and "make this step depend on it" in error
+
+
+def test_advice_lists_the_files_that_exist():
+    plan = [pytest_step("S1", "app.py", ["tests/test_nope.py"])]
+    _, errors = parse(plan, files=["tests/test_real.py", "src/app.py"])
+    assert "name a file that exists: src/app.py, tests/test_real.py" in errors[0]
+
+
+def test_advice_names_the_step_that_writes_the_file_when_it_is_not_a_dependency():
+    plan = [
+        step("T", "tests/test_app.py", action="coder"),
+        pytest_step("S1", "app.py", ["tests/test_app.py"]),
+    ]
+    _, errors = parse(plan)
+    assert "which step T writes" in errors[0] and "add 'T' to this step's depends_on" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["written by a dependency", "among the thread's files", "the step's own artifact"],
+)
+def test_pytest_check_of_a_file_the_check_will_hold_is_accepted(case):
+    if case == "written by a dependency":
+        plan = [
+            step("T", "tests/test_app.py", action="coder"),
+            pytest_step("S1", "app.py", ["tests/test_app.py"], deps=("T",)),
+        ]
+        steps, errors = parse(plan)
+    elif case == "among the thread's files":  # the user's file, say
+        plan = [pytest_step("S1", "app.py", ["tests/test_app.py"])]
+        steps, errors = parse(plan, files=["tests/test_app.py"])
+    else:
+        plan = [
+            step("S0", "app.py"),
+            pytest_step("S1", "tests/test_app.py", ["tests/test_app.py"], deps=("S0",)),
+        ]
+        steps, errors = parse(plan)
+    assert errors == [] and steps is not None
+
+
+def test_every_missing_test_file_is_named_at_once():
+    plan = [pytest_step("S1", "app.py", ["tests/test_a.py", "tests/test_b.py", "app.py"])]
+    _, errors = parse(plan)
+    assert len(errors) == 2 and "test_a.py" in errors[0] and "test_b.py" in errors[1]
+
+
+def test_a_thread_database_file_is_a_valid_sql_db():
+    plan = [step("S1", "q.sql", check={"kind": "sql", "db": "data/shop.sqlite"})]
+    assert parse(plan, files=["data/shop.sqlite"])[1] == []
+    assert "cannot open" in parse(plan)[1][0]
+
+
+def test_the_planner_is_told_where_pytest_files_come_from():
+    assert "already among the files" in describe_kinds()
+
+
+# ---------------------------------------------------------------------- the example plan
+
+
+@pytest.mark.parametrize(
+    ("goal", "draft", "output"),
+    [
+        ("Write a function add(a, b) in calc.py", None, "calc.py"),
+        ("Summarise the meeting", None, DEFAULT_EXAMPLE_OUTPUT),
+        ("Fix ../../etc/passwd and /abs/x.py", None, DEFAULT_EXAMPLE_OUTPUT),
+        ('Quote "this" and a \\ backslash\nand a newline {braces}', None, DEFAULT_EXAMPLE_OUTPUT),
+        ("", None, DEFAULT_EXAMPLE_OUTPUT),
+        ("anything", {"steps": [step("S1", "src/a.py", action="coder")] * 2}, "src/a.py"),
+        ("x", {"steps": [step("S1", "work/S1/a.md", action="shell")]}, DEFAULT_EXAMPLE_OUTPUT),
+    ],
+)
+def test_the_example_plan_is_a_valid_one_step_plan_for_the_goal(goal, draft, output):
+    registry = build_registry()
+    text = example_plan(goal, registry, None if draft is None else invalid_draft(draft["steps"]))
+    steps, errors = parse_plan(json.loads(text), actions=registry, max_steps=1)
+    assert errors == [] and steps is not None and len(steps) == 1
+    assert steps[0].expected_output == output
+    assert steps[0].action in registry
+    if goal.strip():
+        assert steps[0].instructions == " ".join(goal.split())
+
+
+def invalid_draft(steps):
+    """A draft as the planner model returned it: well-formed, not (yet) validated."""
+    return PlanDraft.model_construct(steps=[Step.model_construct(**s) for s in steps])
+
+
+def test_the_example_uses_the_drafts_action_when_registered():
+    registry = build_registry()
+    draft = invalid_draft([step("S1", "a.py", action="coder")])
+    assert json.loads(example_plan("g", registry, draft))["steps"][0]["action"] == "coder"
