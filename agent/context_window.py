@@ -50,9 +50,7 @@ def trim_tool_results(messages: MutableSequence[BaseMessage], *, keep: int) -> i
     ``[trimmed: N chars]`` note, oldest first; returns how many were replaced. The tool
     messages themselves stay (every tool call must be answered), and so does every other
     message: the task, the model's own calls, a reminder."""
-    results = [
-        i for i, m in enumerate(messages) if isinstance(m, ToolMessage) and not _trimmed(m)
-    ]
+    results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage) and not _trimmed(m)]
     cut = results[: max(0, len(results) - keep)]
     for i in cut:
         old = messages[i]

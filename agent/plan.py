@@ -255,8 +255,9 @@ def merge_same_outputs(steps: list[Step]) -> list[Step]:
     what any of them depended on (but each other), and takes over their dependants. Its
     check is the last step's (the one that sees the finished file; an earlier step's check
     would judge a draft the later step rewrites), unless the last one has only the default
-    ``non_empty``: then the last explicit check among them, the stricter. Safe means: ids unique, the same
-    action, instructions that fit a step, and no dependency cycle through another step."""
+    ``non_empty``: then the last explicit check among them, the stricter. Safe means: ids
+    unique, the same action, instructions that fit a step, and no dependency cycle through
+    another step."""
     ids = [s.step_id for s in steps]
     if len(set(ids)) != len(ids):
         return steps

@@ -97,18 +97,18 @@ async def ask_planner(
         answers.append(shown)
         if attempt == 2 or (attempt == 1 and not repeated):
             break
-        errors = "\n".join(f"- {e}" for e in outcome.errors)
+        listed = "\n".join(f"- {e}" for e in outcome.errors)
         if repeated:
             example = example_plan(str(state.get("goal", "")), registry, draft)
             retry = render(
                 "planner_retry_example",
-                errors=errors,
+                errors=listed,
                 actions=", ".join(sorted(registry)),
                 check_kinds=describe_kinds(),
                 example=example,
             )
         else:
-            retry = render("planner_retry", errors=errors)
+            retry = render("planner_retry", errors=listed)
         messages += [AIMessage(shown), HumanMessage(retry)]
     return outcome
 

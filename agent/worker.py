@@ -22,9 +22,9 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from agent.checks import run_check
+from agent.context_window import TRIM_PASSES, ContextWindowExceeded, trim_tool_results
 from agent.controller import LoopConfig, LoopResult, arevise_loop
 from agent.critic import critique_from_check
-from agent.context_window import TRIM_PASSES, ContextWindowExceeded, trim_tool_results
 from agent.errors import ErrorClass, classify, describe, is_context_overflow
 from agent.events import check_event, emit
 from agent.loop import run_sync

@@ -118,6 +118,9 @@ class FakeOpenAI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # one entry per answered request: {"role", "prompt_tokens", "completion_tokens", ...}
     answers: list[dict[str, Any]] = field(default_factory=list)
+    refuse_response_format: bool = False
+    """Answer any request with a ``response_format`` HTTP 400, as a server without
+    constrained decoding does."""
     _failures: list[int] = field(default_factory=list)
     _malformed: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -223,6 +226,9 @@ class FakeOpenAI:
         }
 
 
+REFUSED_RESPONSE_FORMAT = "response_format type json_schema is not supported by this server"
+
+
 def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     default, kind, code = _ERRORS.get(status, ("Error", "api_error", None))
     return {"error": {"message": message or default, "type": kind, "param": None, "code": code}}
@@ -287,6 +293,9 @@ class _Handler(BaseHTTPRequestHandler):
         status = fake.take_failure()
         if status is not None:
             self._send_json(status, error_body(status))
+            return
+        if fake.refuse_response_format and body.get("response_format"):
+            self._send_json(400, error_body(400, REFUSED_RESPONSE_FORMAT))
             return
         try:
             completion = fake.complete(body)

@@ -98,7 +98,10 @@ def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(
     plan = server.requests_by_role("planner")[0]
     assert plan["model"] == "llama-fake"
     assert [m["role"] for m in plan["messages"]] == ["system", "user"]
-    assert [t["function"]["name"] for t in plan["tools"]] == ["PlanDraft"]
+    # Ollama constrains decoding to the plan's schema (format): no prose answer possible
+    assert not plan.get("tools") and plan["format"]["title"] == "PlanDraft"
+    assert "steps" in plan["format"]["properties"]
+    assert server.requests_by_role("reflection")[0]["format"]["title"] == "ReflectionAnswer"
     first, second = server.requests_by_role("researcher")
     assert {t["function"]["name"] for t in first["tools"]} >= {"write_file", "edit_file"}
     call = second["messages"][-2]["tool_calls"][0]

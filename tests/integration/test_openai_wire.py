@@ -19,7 +19,7 @@ from agent.errors import is_transient
 from agent.prompts import render
 from agent.runner import result_of, thread_config
 from tests.fakes import prompt_values, sqlite_graph
-from tests.openai_server import serve
+from tests.openai_server import role_of, serve, to_langchain
 from tests.wire_runs import FAST_RETRY, HAPPY_REQUESTS, decisions, sqlite_wire_graph  # noqa: F401
 
 MODEL = "openai:fake-model"
@@ -60,11 +60,17 @@ def test_a_scripted_run_over_the_wire_succeeds_and_meters_what_the_server_report
         "calls": 1,
     }
 
-    # what langchain-openai put on the wire
+    # what langchain-openai put on the wire: a server of one's own (OPENAI_BASE_URL)
+    # constrains decoding to the plan's schema, so the planner cannot answer in prose
     planner = server.requests_by_role("planner")[0]
     assert planner["model"] == "fake-model" and planner["stream"] is False
-    assert [t["function"]["name"] for t in planner["tools"]] == ["PlanDraft"]
-    assert planner["tool_choice"] == {"type": "function", "function": {"name": "PlanDraft"}}
+    assert "tools" not in planner and "tool_choice" not in planner
+    assert planner["response_format"]["type"] == "json_schema"
+    schema = planner["response_format"]["json_schema"]
+    assert schema["name"] == "PlanDraft"
+    step = schema["schema"]["$defs"]["Step"]["properties"]
+    assert {"step_id", "action", "expected_output", "done_when"} <= set(step)
+    assert set(step["action"]["enum"]) >= {"researcher", "writer"}  # only registered actions
     first, second = server.requests_by_role("researcher")
     assert {t["function"]["name"] for t in first["tools"]} >= {"write_file", "edit_file"}
     call = first_tool_call(server, "researcher")
@@ -72,7 +78,33 @@ def test_a_scripted_run_over_the_wire_succeeds_and_meters_what_the_server_report
     assert second["messages"][-1]["role"] == "tool"
     assert second["messages"][-1]["tool_call_id"] == call["id"]
     reflection = server.requests_by_role("reflection")[0]
+    assert reflection["response_format"]["json_schema"]["name"] == "ReflectionAnswer"
+
+
+def test_function_calling_sends_the_schema_as_a_forced_tool(server, graph):
+    context = Context(model=MODEL, structured_output="function_calling")
+    result = run(graph, GOAL, context=context, thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("success", "end")
+    planner = server.requests_by_role("planner")[0]
+    assert [t["function"]["name"] for t in planner["tools"]] == ["PlanDraft"]
+    assert planner["tool_choice"] == {"type": "function", "function": {"name": "PlanDraft"}}
+    reflection = server.requests_by_role("reflection")[0]
     assert reflection["tool_choice"]["function"]["name"] == "ReflectionAnswer"
+
+
+def test_a_server_that_refuses_response_format_falls_back_and_is_remembered(server, graph):
+    server.refuse_response_format = True
+    result = run(graph, GOAL, context=Context(model=MODEL), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("success", "end")
+    roles = {"planner", "reflection"}
+    structured = [b for b in server.requests if role_of(to_langchain(b["messages"])) in roles]
+    asked = ["response_format" if b.get("response_format") else "tools" for b in structured]
+    # the refusal is asked again at once by tool calling, which answered: from then on
+    # this model is asked that way first, and json_schema is not sent again
+    assert asked[:2] == ["response_format", "tools"] and set(asked[1:]) == {"tools"}
+    assert len(asked) >= 3  # the planner and at least one reflection
+    names = {b["tools"][0]["function"]["name"] for b in structured if "tools" in b}
+    assert names == {"PlanDraft", "ReflectionAnswer"}
 
 
 def first_tool_call(server, role: str) -> dict:

@@ -144,6 +144,7 @@ def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds
 
 def test_a_step_that_does_not_fit_even_trimmed_fails_alone_with_a_clear_reason():
     script = [tool_call("read_file", path="big.txt"), "never reached"]
+
     def after_a_tool_result(messages):  # the task fits; nothing after a tool result does
         return any(isinstance(m, ToolMessage) for m in messages)
 

@@ -15,7 +15,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from agent import providers
 from agent.errors import ConfigError, ErrorClass
 from agent.models import ScriptedChatModel, load_model
-from agent.providers import DEFAULT_TIMEOUT_S, provider_model, structured_method_for
+from agent.providers import (
+    DEFAULT_TIMEOUT_S,
+    constrained_decoding,
+    provider_model,
+    structured_method_for,
+)
 
 ChatAnthropic = pytest.importorskip("langchain_anthropic").ChatAnthropic
 ChatOllama = pytest.importorskip("langchain_ollama").ChatOllama
@@ -269,3 +274,28 @@ def test_the_contexts_request_timeout_reaches_the_client(monkeypatch):
     ctx = Context(model="openai:gpt-4.1-mini", request_timeout_s=7.5)
     assert roles.model_for("planner", ctx).request_timeout == 7.5
     assert roles.model_for("planner", Context(model="openai:gpt-4.1-mini")).request_timeout == 120
+
+
+@pytest.mark.parametrize(
+    ("base_url", "constrained"),
+    [
+        ("http://127.0.0.1:8080/v1", True),  # llama.cpp
+        ("http://gpu-box:8000/v1", True),  # vLLM
+        ("http://localhost:11434/v1", True),  # Ollama's OpenAI endpoint
+        (None, False),  # OpenAI itself: tool calling first
+        ("https://api.openai.com/v1", False),
+    ],
+)
+def test_a_server_of_ones_own_constrains_decoding(monkeypatch, base_url, constrained):
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = ChatOpenAI(model="m", api_key="k", base_url=base_url)
+    assert constrained_decoding(model) is constrained
+
+
+def test_ollama_constrains_decoding_and_other_providers_do_not():
+    chat_ollama = pytest.importorskip("langchain_ollama").ChatOllama
+
+    assert constrained_decoding(chat_ollama(model="qwen2.5-coder:1.5b")) is True
+    assert constrained_decoding(ScriptedChatModel(["x"])) is False

@@ -415,3 +415,24 @@ def test_the_memory_is_thread_safe():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_model_seen_first_starts_with_the_methods_asked_first():
+    methods = StructuredMethods()
+    assert methods.order("local", [JSON_SCHEMA]) == [JSON_SCHEMA, FUNCTION_CALLING, TEXT]
+    assert methods.order("hosted") == [FUNCTION_CALLING, JSON_SCHEMA, TEXT]
+    assert methods.order("odd", ["smoke_signals", JSON_SCHEMA]) == [
+        JSON_SCHEMA,
+        FUNCTION_CALLING,
+        TEXT,
+    ]
+
+
+def test_what_was_learnt_about_a_model_beats_the_first_methods():
+    methods = StructuredMethods()
+    methods.order("local", [JSON_SCHEMA])
+    methods.record_success("local", FUNCTION_CALLING)
+    assert methods.order("local", [JSON_SCHEMA])[0] == FUNCTION_CALLING
+    for _ in range(2):
+        methods.record_failure("other", JSON_SCHEMA, "HTTP 400: response_format is not supported")
+    assert JSON_SCHEMA not in methods.order("other", [JSON_SCHEMA])
