@@ -575,3 +575,35 @@ def test_upfront_planning_is_the_default_and_rolling_is_told_to_the_planner(tmp_
         assert render("planning_" + planning) in system
     assert Context().planning == "upfront"
     assert Context(planning="sideways").validate()  # an unknown mode is refused
+
+
+class _ContextLengthError(Exception):
+    """llama.cpp's answer to a request over its context window, as the client raises it."""
+
+    status_code = 400
+
+    def __str__(self) -> str:
+        return "Error code: 400 - the request exceeds the available context size (n_ctx 4096)"
+
+
+def test_a_step_over_the_context_window_fails_alone_never_the_run(tmp_path):
+    plan = [step("S1", "a.md"), step("S2", "b.md")]
+    write = writer()
+
+    def subagent(messages, metadata):
+        if metadata["step_id"] == "S2":
+            raise _ContextLengthError()
+        return write(messages, metadata)
+
+    roles = models(plan, [], subagent)
+    roles["planner"] = ScriptedChatModel(responder=lambda m: {"steps": plan})
+    roles["reflection"] = ScriptedChatModel(responder=lambda m: END)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert result["status"] != "failed", result
+    assert result["artifacts"]["a.md"]["status"] == "done"
+    assert "b.md" not in result["artifacts"] or result["artifacts"]["b.md"]["status"] != "done"
+    events = graph.get_state(thread_config("t")).values["trajectory"]
+    errors = [e for e in events if e.get("action") == "error" and e.get("step_id") == "S2"]
+    assert errors and all(e["error_class"] == "deterministic_validation" for e in errors)
+    assert "does not fit the model's context window" in errors[0]["observation"]
