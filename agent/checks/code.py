@@ -83,13 +83,21 @@ MAX_NAMED_FILES = 12  # files an advice lists by name; the rest are counted
 
 
 def _validate_pytest_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
-    """Each test file must be one the check will hold: the step's artifact, a dependency's
-    output or a file already in the thread. Otherwise the plan is refused with what would
-    make it hold: the step that writes it as a dependency, a new step, or an existing file."""
+    """Each test file must be one the check will hold and the artifact did not write: a
+    dependency's output or a file already in the thread. Otherwise the plan is refused with
+    what would make it hold: the step that writes it as a dependency, a new step, or an
+    existing file."""
     writers = dict(scope.writers)
-    reachable = scope.files | scope.thread_files | {scope.artifact}
+    reachable = (scope.files | scope.thread_files) - {scope.artifact}
     errors: list[str] = []
     for test in spec["tests"]:
+        if test == scope.artifact:
+            errors.append(
+                f"pytest check names the step's own artifact {test!r} as its tests: the "
+                "artifact would decide its own verdict; write the tests in another step and "
+                "make this step depend on it, or check this artifact with another kind"
+            )
+            continue
         if test in reachable:
             continue
         writer = writers.get(test)
@@ -367,8 +375,8 @@ def register() -> None:
         _check_pytest,
         validate=_validate_pytest,
         describe=(
-            '{"kind": "pytest", "tests": ["tests/test_x.py"]} (each test file is written by a'
-            " step this step depends on, or is already among the files)"
+            '{"kind": "pytest", "tests": ["tests/test_x.py"]} (the tests must be another step\'s'
+            " artifact, of a step this step depends on, or a file already among the files)"
         ),
         validate_in_scope=_validate_pytest_in_scope,
     )

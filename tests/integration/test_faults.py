@@ -95,14 +95,15 @@ PERMANENT: dict[str, tuple[Callable[[], BaseException], str, str]] = {
     ),
     "400": (
         lambda: openai.BadRequestError(
-            "Error code: 400 - maximum context length is 128000 tokens",
+            "Error code: 400 - Unrecognized request argument supplied: logit_scale",
             response=_response(400),
             body=None,
         ),
         "invalid_input",
-        "maximum context length",
+        "Unrecognized request argument",
     ),
 }
+CONTEXT_LENGTH = "Error code: 400 - maximum context length is 128000 tokens"
 
 
 class Script:
@@ -270,6 +271,34 @@ def test_a_permanent_error_stops_the_run_with_its_class_and_is_never_retried(tmp
     assert script.calls == 1  # not retried, by the RetryPolicy or by the graph
     message = str(values(graph)["messages"][-1].content)
     assert message.startswith(f"The run failed ({stop_reason})") and evidence in message
+
+
+@pytest.mark.parametrize("role", ["planner", "reflection"])
+def test_a_planner_or_reflection_request_over_the_context_window_stops_the_run(tmp_path, role):
+    script = Script(
+        fault=lambda: openai.BadRequestError(CONTEXT_LENGTH, response=_response(400), body=None)
+    )
+    plan = [step("S1", "a.md")]
+    if role == "planner":
+        roles = models(plan, [END], planner=ScriptedChatModel(responder=script))
+    else:
+        roles = models(plan, [], reflection=ScriptedChatModel(responder=script))
+    result = run(graph_with(tmp_path, roles), "goal", context=ctx(), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
+    assert script.calls == 1
+
+
+def test_a_subagent_request_over_the_context_window_fails_only_its_step(tmp_path):
+    script = Script(
+        fault=lambda: openai.BadRequestError(CONTEXT_LENGTH, response=_response(400), body=None)
+    )
+    go_on = {"decision": "continue", "reason": "try again"}
+    roles = models([step("S1", "a.md")], [go_on, go_on, END], script)
+    graph = graph_with(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("awaiting_input", "subagent_failed_twice")
+    assert "does not fit the model's context window" in result["escalation"]["question"]
+    assert script.calls == 2  # one request per attempt of the step: nothing to trim in it
 
 
 # ----------------------------------------------------------------------------- parallel

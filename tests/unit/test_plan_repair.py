@@ -132,10 +132,16 @@ def test_advice_names_the_step_that_writes_the_file_when_it_is_not_a_dependency(
     assert "which step T writes" in errors[0] and "add 'T' to this step's depends_on" in errors[0]
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["written by a dependency", "among the thread's files", "the step's own artifact"],
-)
+def test_pytest_check_of_the_steps_own_artifact_is_refused():
+    plan = [
+        step("S0", "app.py"),
+        pytest_step("S1", "tests/test_app.py", ["tests/test_app.py"], deps=("S0",)),
+    ]
+    _, errors = parse(plan, files=["tests/test_app.py"])  # even if an earlier round wrote it
+    assert len(errors) == 1 and "own artifact 'tests/test_app.py'" in errors[0]
+
+
+@pytest.mark.parametrize("case", ["written by a dependency", "among the thread's files"])
 def test_pytest_check_of_a_file_the_check_will_hold_is_accepted(case):
     if case == "written by a dependency":
         plan = [
@@ -143,21 +149,15 @@ def test_pytest_check_of_a_file_the_check_will_hold_is_accepted(case):
             pytest_step("S1", "app.py", ["tests/test_app.py"], deps=("T",)),
         ]
         steps, errors = parse(plan)
-    elif case == "among the thread's files":  # the user's file, say
+    else:  # the user's file, say
         plan = [pytest_step("S1", "app.py", ["tests/test_app.py"])]
         steps, errors = parse(plan, files=["tests/test_app.py"])
-    else:
-        plan = [
-            step("S0", "app.py"),
-            pytest_step("S1", "tests/test_app.py", ["tests/test_app.py"], deps=("S0",)),
-        ]
-        steps, errors = parse(plan)
     assert errors == [] and steps is not None
 
 
 def test_every_missing_test_file_is_named_at_once():
-    plan = [pytest_step("S1", "app.py", ["tests/test_a.py", "tests/test_b.py", "app.py"])]
-    _, errors = parse(plan)
+    plan = [pytest_step("S1", "app.py", ["tests/test_a.py", "tests/test_b.py", "tests/ok.py"])]
+    _, errors = parse(plan, files=["tests/ok.py"])
     assert len(errors) == 2 and "test_a.py" in errors[0] and "test_b.py" in errors[1]
 
 
