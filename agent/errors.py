@@ -270,6 +270,14 @@ def is_context_overflow(exc: BaseException) -> bool:
     return False
 
 
+def timed_out(exc: BaseException) -> bool:
+    """Whether a request failed because no answer came in time (not a refusal)."""
+    for link in exception_chain(exc):
+        if isinstance(link, TimeoutError) or _named(link, ("timeout", "timedout")):
+            return True
+    return False
+
+
 def is_transient(exc: BaseException) -> bool:
     """``retry_on`` for LangGraph's ``RetryPolicy``: only transient errors are retried."""
     return classify(exc) is ErrorClass.TRANSIENT

@@ -32,7 +32,7 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import ConfigError, describe
+from agent.errors import ConfigError, describe, timed_out
 from agent.prompts import render
 from agent.providers import constrained_decoding, provider_model, structured_method_for
 from agent.scenarios import scenario_model
@@ -266,7 +266,9 @@ class Metered:
 
         With ``structured_output="auto"`` the method is the one that worked for this model
         before (tool calling, then ``json_schema``, then JSON read from plain text), and a
-        server that refuses a request shape is asked again the next way at once. Whatever the
+        server that refuses a request shape is asked again the next way at once; a server
+        that constrains decoding (``constrained_decoding``) is asked by ``json_schema`` first,
+        and a ``json_schema`` request that times out twice in a row puts it last. Whatever the
         method, JSON the model wrote in its reply's text instead (small models do) counts."""
         config = self.config(metadata, nostream=True)
         if self.structured_method != AUTO or isinstance(self.model, ScriptedChatModel):
@@ -279,6 +281,10 @@ class Metered:
                 parsed, raw = await self._ask(method, messages, schema, config)
             except Exception as exc:
                 if refusal_of(str(exc)) is None:
+                    if method == JSON_SCHEMA and timed_out(exc):
+                        # a schema too slow to decode by (a grammar on a small CPU): a
+                        # miss, so two in a row put json_schema last for this model
+                        STRUCTURED_METHODS.record_failure(key, method, describe(exc))
                     raise
                 STRUCTURED_METHODS.record_failure(key, method, str(exc))
                 refused = f"{method} refused: {describe(exc)}"

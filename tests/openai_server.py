@@ -121,6 +121,9 @@ class FakeOpenAI:
     refuse_response_format: bool = False
     """Answer any request with a ``response_format`` HTTP 400, as a server without
     constrained decoding does."""
+    slow_response_format_s: float = 0.0
+    """Seconds to wait before answering a request with a ``response_format``, as a server
+    whose grammar for the schema is slow to decode by."""
     _failures: list[int] = field(default_factory=list)
     _malformed: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -261,11 +264,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting
+            self.close_connection = True
 
     def _send_events(self, chunks: list[dict[str, Any]]) -> None:
         self.send_response(200)
@@ -294,6 +300,8 @@ class _Handler(BaseHTTPRequestHandler):
         if status is not None:
             self._send_json(status, error_body(status))
             return
+        if fake.slow_response_format_s and body.get("response_format"):
+            time.sleep(fake.slow_response_format_s)
         if fake.refuse_response_format and body.get("response_format"):
             self._send_json(400, error_body(400, REFUSED_RESPONSE_FORMAT))
             return
