@@ -87,7 +87,7 @@ async def ask_planner(
                 actions=registry,
                 max_steps=max_plan_steps,
                 databases=databases,
-                files=tuple(files),
+                files=tuple(p for p in files if not p.startswith("work/")),  # not scratch
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:

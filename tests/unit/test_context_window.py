@@ -3,12 +3,13 @@ asked again with its oldest tool results trimmed, then the step fails with a cle
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from agent.context_window import ContextWindowExceeded, trim_note, trim_tool_results
 from agent.controller import LoopConfig
-from agent.errors import AgentError, ErrorClass, classify, is_context_overflow
+from agent.errors import AgentError, ErrorClass, classify, is_context_overflow, timed_out
 from agent.models import Metered, ScriptedChatModel, tool_call
 from agent.worker import StepWorker
 
@@ -178,3 +179,18 @@ def test_any_other_model_error_is_not_retried_trimmed():
         "permission_denied"
     ]
     assert not [e for e in run.trajectory if e["action"] == "context_trimmed"]
+
+
+def test_a_timeout_is_told_from_a_refusal_and_from_a_context_overflow():
+    assert timed_out(TimeoutError("read timed out"))
+    assert timed_out(httpx.ReadTimeout("timed out"))
+    try:
+        try:
+            raise httpx.ReadTimeout("timed out")
+        except httpx.ReadTimeout as inner:
+            raise RuntimeError("Request timed out.") from inner
+    except RuntimeError as outer:
+        assert timed_out(outer)
+    assert not timed_out(HTTPError("response_format is not supported"))
+    assert not timed_out(HTTPError(LLAMA_CPP))
+    assert not is_context_overflow(TimeoutError("read timed out"))

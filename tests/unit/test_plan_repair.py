@@ -4,14 +4,17 @@ example plan shown after a repeated invalid plan (it must itself be valid)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from agent.checks import describe_kinds
+from agent.models import Metered, ScriptedChatModel
 from agent.plan import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, merge_same_outputs, parse_plan
-from agent.planning import DEFAULT_EXAMPLE_OUTPUT, example_plan
+from agent.planning import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
 from agent.subagents import build_registry
+from agent.vfs import file_entry
 from tests.fakes import step
 
 ACTIONS = {"writer", "coder", "researcher", "critic"}
@@ -206,3 +209,37 @@ def test_the_example_uses_the_drafts_action_when_registered():
     registry = build_registry()
     draft = invalid_draft([step("S1", "a.py", action="coder")])
     assert json.loads(example_plan("g", registry, draft))["steps"][0]["action"] == "coder"
+
+
+# ------------------------------------------------------------ through the planner's call
+
+
+def ask(plan_answers, files):
+    model = ScriptedChatModel(plan_answers)
+    state = {"goal": "Make tests/test_app.py pass", "files": files, "step": 1}
+    outcome = asyncio.run(
+        ask_planner(
+            Metered(model, "planner", "auto"),
+            state,
+            build_registry(),
+            reason="",
+            answer="",
+            max_plan_steps=8,
+        )
+    )
+    return outcome, model
+
+
+def test_the_planner_may_check_with_a_test_file_already_in_the_thread():
+    plan = {"steps": [pytest_step("S1", "app.py", ["tests/test_app.py"])]}
+    outcome, model = ask([plan], {"tests/test_app.py": file_entry("def test(): ...", step=0)})
+    assert outcome.errors == [] and len(model.calls) == 1
+
+
+def test_another_steps_scratch_file_is_no_thread_file_for_a_check():
+    plan = {"steps": [pytest_step("S1", "app.py", ["work/S9/test_app.py"])]}
+    files = {"work/S9/test_app.py": file_entry("def test(): ...", step=0)}
+    outcome, model = ask([plan, plan, plan], files)
+    assert outcome.steps is None and "which no step writes" in outcome.errors[0]
+    assert "work/S9" not in outcome.errors[0].split("name a file that exists:")[1]
+    assert len(model.calls) == 3  # the same plan twice: a third try, shown an example
