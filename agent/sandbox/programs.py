@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-PROGRAMS = frozenset({"bootstrap.py", "bridge.py", "check_runner.py", "sql_runner.py"})
+PROGRAMS = frozenset(
+    {"bootstrap.py", "bridge.py", "check_runner.py", "kernel_rules.py", "sql_runner.py"}
+)
 
 
 @functools.cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import tempfile
 import textwrap
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -108,10 +109,23 @@ def test_environment_is_built_without_secrets(monkeypatch):
 
 
 def test_home_is_the_sandbox_folder_and_tmpdir_is_private(mode):
-    result = run_code("import os, tempfile; print(os.environ['HOME'], tempfile.gettempdir())")
+    code = """
+        import os, tempfile
+        tmp = tempfile.gettempdir()
+        open(os.path.join(tmp, 'scratch'), 'w').write('x')
+        print(os.environ['HOME'], tmp, os.listdir('.'), flush=True)
+    """
+    result = run_code(code)
 
-    # the folder is shown as "." in the output; kernel mode has a private /tmp of its own
-    assert result.stdout == (". /tmp\n" if mode == "kernel" else ". .\n")
+    # the folder is shown as "."; kernel mode has a private /tmp of its own, the others a
+    # private folder beside the job's (not in it: the folder holds only the job's files)
+    home, tmp, listing = result.stdout.split(" ", 2)
+    assert (home, listing) == (".", "[]\n"), result.stderr
+    if mode == "kernel":
+        assert tmp == "/tmp"
+    else:
+        assert tmp != tempfile.gettempdir() and Path(tmp).name.startswith("tmp")
+        assert not Path(tmp).exists()  # removed with the run
 
 
 def test_resource_limits_are_set_in_the_child():
