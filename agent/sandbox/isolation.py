@@ -67,7 +67,7 @@ def isolation_level() -> IsolationLevel:
     """
     wanted = os.environ.get(ENV, "").strip().lower() or "auto"
     if wanted not in ("auto", *LEVELS):
-        msg = f"{ENV}={wanted!r} is not a sandbox level; use kernel, landlock or process"
+        msg = f"{ENV}={wanted} is not a sandbox level; use kernel, landlock or process"
         raise SandboxUnavailable(msg)
     if wanted == "process":
         return "process"
