@@ -85,42 +85,39 @@ _DENIED = (
     "name_to_handle_at fanotify_init open_tree move_mount fsopen fsconfig fsmount fspick "
     "mount_setattr syslog"
 ).split()
-# (audit arch, first number of another ABI on this arch or None, system call numbers)
+
+
+def _numbers(table: str) -> dict[str, int]:
+    """``"name=number ..."`` as a dict (system call tables read better as text)."""
+    return {name: int(number) for name, number in (p.split("=") for p in table.split())}
+
+
+_X86_64 = _numbers(
+    "ioctl=16 socket=41 socketpair=53 clone=56 kill=62 ptrace=101 syslog=103 pivot_root=155 "
+    "chroot=161 mount=165 umount2=166 init_module=175 delete_module=176 kexec_load=246 "
+    "add_key=248 request_key=249 keyctl=250 unshare=272 perf_event_open=298 fanotify_init=300 "
+    "name_to_handle_at=303 open_by_handle_at=304 setns=308 process_vm_readv=310 "
+    "process_vm_writev=311 finit_module=313 memfd_create=319 kexec_file_load=320 bpf=321 "
+    "userfaultfd=323"
+)
+_AARCH64 = _numbers(
+    "ioctl=29 umount2=39 mount=40 pivot_root=41 chroot=51 unshare=97 kexec_load=104 "
+    "init_module=105 delete_module=106 syslog=116 ptrace=117 kill=129 socket=198 "
+    "socketpair=199 add_key=217 request_key=218 keyctl=219 clone=220 perf_event_open=241 "
+    "fanotify_init=262 name_to_handle_at=264 open_by_handle_at=265 setns=268 "
+    "process_vm_readv=270 process_vm_writev=271 finit_module=273 memfd_create=279 bpf=280 "
+    "userfaultfd=282 kexec_file_load=294"
+)
+_COMMON = _numbers(  # the unified table, the same on every architecture
+    "io_uring_setup=425 io_uring_enter=426 io_uring_register=427 open_tree=428 move_mount=429 "
+    "fsopen=430 fsconfig=431 fsmount=432 fspick=433 clone3=435 pidfd_getfd=438 "
+    "mount_setattr=442 memfd_secret=447"
+)
+# machine -> (audit arch, first number of a foreign ABI on it or None, system call numbers)
 _ARCHES: dict[str, tuple[int, int | None, dict[str, int]]] = {
-    "x86_64": (
-        0xC000003E,
-        0x40000000,  # x32
-        {
-            "ioctl": 16, "socket": 41, "socketpair": 53, "clone": 56, "kill": 62,
-            "ptrace": 101, "syslog": 103, "chroot": 161, "pivot_root": 155, "mount": 165,
-            "umount2": 166, "init_module": 175, "delete_module": 176, "kexec_load": 246,
-            "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
-            "perf_event_open": 298, "fanotify_init": 300, "name_to_handle_at": 303,
-            "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
-            "process_vm_writev": 311, "finit_module": 313, "memfd_create": 319,
-            "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
-        },
-    ),  # fmt: skip
-    "aarch64": (
-        0xC00000B7,
-        None,
-        {
-            "ioctl": 29, "socket": 198, "socketpair": 199, "clone": 220, "kill": 129,
-            "ptrace": 117, "syslog": 116, "chroot": 51, "pivot_root": 41, "mount": 40,
-            "umount2": 39, "init_module": 105, "delete_module": 106, "kexec_load": 104,
-            "add_key": 217, "request_key": 218, "keyctl": 219, "unshare": 97,
-            "perf_event_open": 241, "fanotify_init": 262, "name_to_handle_at": 264,
-            "open_by_handle_at": 265, "setns": 268, "process_vm_readv": 270,
-            "process_vm_writev": 271, "finit_module": 273, "memfd_create": 279,
-            "kexec_file_load": 294, "bpf": 280, "userfaultfd": 282,
-        },
-    ),  # fmt: skip
+    "x86_64": (0xC000003E, 0x40000000, _X86_64),  # from 0x40000000: the x32 ABI
+    "aarch64": (0xC00000B7, None, _AARCH64),
 }
-_COMMON = {  # numbers of the unified table, the same on both
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-    "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442, "memfd_secret": 447,
-}  # fmt: skip
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -144,10 +141,10 @@ def abi() -> int:
 def confine(readable: Iterable[str], writable: Iterable[str], *, need_scopes: bool) -> int:
     """Hold this process and its descendants to Landlock and seccomp; return the ABI used.
 
-    ``readable`` (besides the system's libraries) and ``writable`` are paths (a ``/proc/self/fd/N`` of an inherited descriptor
-    works too: the host opens folders the sandbox user could not walk to). Missing paths are
-    skipped. ``need_scopes``: refuse a kernel that cannot scope signals (ABI < 6), because the
-    process shares its uid with the host.
+    ``readable`` (besides the system's libraries) and ``writable`` are paths; the
+    ``/proc/self/fd/N`` of an inherited descriptor works too (the host opens folders the
+    sandbox user could not walk to). Missing paths are skipped. ``need_scopes``: refuse a
+    kernel that cannot scope signals (ABI < 6), because the process shares the host's uid.
 
     Raises:
         Unconfined: Landlock or seccomp is missing here, or a rule was refused.
