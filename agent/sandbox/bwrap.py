@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.sandbox.isolation import bwrap_path, interpreter_roots
@@ -15,8 +15,16 @@ SOURCE = "/.deepreflect-in"
 _BOOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
 
 
-def command(folder: Path, *, root: bool, disk_bytes: int, env: Mapping[str, str]) -> list[str]:
-    """``bwrap ...`` up to the program to run; ``root``: the host runs as root."""
+def command(
+    folder: Path,
+    *,
+    root: bool,
+    disk_bytes: int,
+    env: Mapping[str, str],
+    readable: Sequence[str] = (),
+) -> list[str]:
+    """``bwrap ...`` up to the program to run; ``root``: the host runs as root; ``readable``:
+    host files shown read-only at their own path (a job's ``readable``)."""
     binary = bwrap_path()
     if binary is None:
         msg = "bubblewrap is not usable here"
@@ -39,6 +47,8 @@ def command(folder: Path, *, root: bool, disk_bytes: int, env: Mapping[str, str]
     args += ["--perms", "01777", "--size", str(disk_bytes), "--tmpfs", "/tmp"]
     for prefix in interpreter_roots():
         args += _traversable_parents(prefix) + ["--ro-bind", prefix, prefix]
+    for path in readable:
+        args += _traversable_parents(path) + ["--ro-bind", path, path]
     args += ["--ro-bind", str(folder), SOURCE]
     args += ["--perms", "0755", "--size", str(disk_bytes), "--tmpfs", str(folder)]
     args += ["--chdir", str(folder), "--clearenv", "--new-session"]

@@ -46,8 +46,8 @@ class Job:
     main: bool = True
     """The run ends when every main job has exited; the others are then killed."""
     readable: Sequence[str] = ()
-    """Host files the job may read besides its own (``landlock`` and ``process`` levels, and
-    only as far as the throw-away user's permissions reach)."""
+    """Host files the job may read besides its own (read-only, at every level, and only as
+    far as the throw-away user's permissions reach)."""
     report: bool = False
     """Give the job a descriptor (``DEEPREFLECT_REPORT_FD``) whose text comes back as
     ``SandboxResult.report``: a channel no other job of the run can write to."""

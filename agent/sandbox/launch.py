@@ -180,11 +180,14 @@ def start(
 
 def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
     """bubblewrap around the interpreter; the bootstrap copies the files into its tmpfs."""
+    readable = [os.path.realpath(p) for p in spec.job.readable]
     config.update(uid=spec.uid, copy_from=bwrap.SOURCE, writable=["/tmp", "/dev/shm"])
     # defence in depth under the namespaces; a kernel without Landlock still has them
-    config["kernel_rules"] = _kernel_rules(interpreter_roots(), need_scopes=False, required=False)
+    rules = _kernel_rules([*interpreter_roots(), *readable], need_scopes=False, required=False)
+    config["kernel_rules"] = rules
     env = {**_environment(spec.folder, "/tmp"), **env}
-    args = bwrap.command(spec.folder, root=spec.uid is not None, disk_bytes=_DISK_LIMIT, env=env)
+    root = spec.uid is not None
+    args = bwrap.command(spec.folder, root=root, disk_bytes=_DISK_LIMIT, env=env, readable=readable)
     args += [sys.executable, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
     return _Command(args + list(spec.job.argv), env)
 
