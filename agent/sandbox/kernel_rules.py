@@ -18,8 +18,10 @@ Why these rules:
   and the check's link is an inherited descriptor. Landlock also refuses TCP bind/connect
   (ABI 4) and scopes abstract unix sockets and signals to the sandbox's own domain (ABI 6).
 * seccomp: no ``ptrace``, ``process_vm_*``, namespaces, mounts, ``bpf``, ``perf_event_open``,
-  keyrings, ``io_uring`` (it performs I/O around this filter), ``userfaultfd``, ``memfd``
-  (memory outside every limit), module loading, handle-based opens, ``TIOCSTI``, ``kill(-1)``.
+  keyrings, ``io_uring`` (it performs I/O around this filter), ``userfaultfd``, ``memfd``, System
+  V and POSIX message-queue IPC (memory outside every limit, outliving the run, shared with
+  the host), ``inotify`` watches (names of host files), module loading, handle-based opens,
+  ``TIOCSTI``, ``kill(-1)``.
   Another architecture than the filter was written for is killed, not trusted.
 """
 
@@ -83,7 +85,8 @@ _DENIED = (
     "io_uring_register userfaultfd memfd_create memfd_secret pidfd_getfd kexec_load "
     "kexec_file_load init_module finit_module delete_module open_by_handle_at "
     "name_to_handle_at fanotify_init open_tree move_mount fsopen fsconfig fsmount fspick "
-    "mount_setattr syslog"
+    "mount_setattr syslog inotify_add_watch mq_open mq_unlink shmget shmat shmctl semget "
+    "semctl semop semtimedop msgget msgsnd msgrcv msgctl"
 ).split()
 
 
@@ -98,7 +101,9 @@ _X86_64 = _numbers(
     "add_key=248 request_key=249 keyctl=250 unshare=272 perf_event_open=298 fanotify_init=300 "
     "name_to_handle_at=303 open_by_handle_at=304 setns=308 process_vm_readv=310 "
     "process_vm_writev=311 finit_module=313 memfd_create=319 kexec_file_load=320 bpf=321 "
-    "userfaultfd=323"
+    "userfaultfd=323 shmget=29 shmat=30 shmctl=31 semget=64 semop=65 semctl=66 msgget=68 "
+    "msgsnd=69 msgrcv=70 msgctl=71 semtimedop=220 mq_open=240 mq_unlink=241 "
+    "inotify_add_watch=254"
 )
 _AARCH64 = _numbers(
     "ioctl=29 umount2=39 mount=40 pivot_root=41 chroot=51 unshare=97 kexec_load=104 "
@@ -106,7 +111,9 @@ _AARCH64 = _numbers(
     "socketpair=199 add_key=217 request_key=218 keyctl=219 clone=220 perf_event_open=241 "
     "fanotify_init=262 name_to_handle_at=264 open_by_handle_at=265 setns=268 "
     "process_vm_readv=270 process_vm_writev=271 finit_module=273 memfd_create=279 bpf=280 "
-    "userfaultfd=282 kexec_file_load=294"
+    "userfaultfd=282 kexec_file_load=294 inotify_add_watch=27 mq_open=180 mq_unlink=181 "
+    "msgget=186 msgctl=187 msgrcv=188 msgsnd=189 semget=190 semctl=191 semtimedop=192 "
+    "semop=193 shmget=194 shmctl=195 shmat=196"
 )
 _COMMON = _numbers(  # the unified table, the same on every architecture
     "io_uring_setup=425 io_uring_enter=426 io_uring_register=427 open_tree=428 move_mount=429 "

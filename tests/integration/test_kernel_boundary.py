@@ -356,6 +356,9 @@ def test_other_processes_cannot_be_read_traced_or_signalled(level, host_process)
         attempt("unshare", lambda: libc.unshare(0x10000000))
         attempt("bpf", lambda: libc.syscall(321, 0, None, 0))
         attempt("keyctl", lambda: libc.syscall(250, 0, 0, 0, 0, 0))
+        attempt("shmget", lambda: (libc.shmget(0, 1 << 24, 0o1666), ctypes.get_errno()))
+        attempt("msgget", lambda: (libc.msgget(0, 0o1666), ctypes.get_errno()))
+        attempt("inotify", lambda: libc.inotify_add_watch(libc.inotify_init(), b"/tmp", 0x100))
         time.sleep(0.2)
     """
     try:
@@ -368,8 +371,10 @@ def test_other_processes_cannot_be_read_traced_or_signalled(level, host_process)
     assert secret not in out
     assert received == [] and not noted.exists()
     assert proc.poll() is None  # alive
-    # the kernel refused ptrace even of the sandbox's own child: (-1, EPERM)
+    # the kernel refused ptrace even of the sandbox's own child, and System V IPC: EPERM
     assert "ptrace own child -> (-1, 1)" in out, out
+    assert "shmget -> (-1, 1)" in out and "msgget -> (-1, 1)" in out
+    assert "inotify -> -1" in out
 
 
 # -- limits ---------------------------------------------------------------------------------
