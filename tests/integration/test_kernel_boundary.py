@@ -519,6 +519,19 @@ def test_without_a_kernel_sandbox_generated_code_is_refused(no_kernel_sandbox, t
     assert "DEEPREFLECT_SANDBOX=process" in (sandbox.weaker_isolation_warning() or "")
 
 
+def test_without_bubblewrap_the_landlock_level_is_chosen_and_not_warned(monkeypatch):
+    if not sandbox.isolation.landlock_probe().startswith("abi"):
+        pytest.skip(sandbox.isolation.landlock_probe())
+    monkeypatch.setattr(sandbox.isolation, "bwrap_path", lambda: None)
+    monkeypatch.delenv("DEEPREFLECT_SANDBOX", raising=False)
+
+    result = run_python({}, ["-c", "print('ran')"])
+
+    assert sandbox.isolation_level() == "landlock" == result.isolation
+    assert result.stdout == "ran\n"
+    assert sandbox.weaker_isolation_warning() is None
+
+
 @pytest.mark.parametrize("forced", ["kernel", "landlock", "namespaces"])
 def test_a_forced_level_that_cannot_run_is_an_error(no_kernel_sandbox, monkeypatch, forced):
     monkeypatch.setenv("DEEPREFLECT_SANDBOX", forced)
@@ -538,3 +551,25 @@ def test_the_opted_in_process_level_runs_warned_and_is_not_a_boundary(
     assert sandbox.isolation_level() == "process"
     assert "not a boundary" in (sandbox.weaker_isolation_warning() or "")
     assert line in result.stdout  # the switched-off hook held nothing: hence the opt-in
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a throw-away uid needs a root host")
+def test_the_process_level_still_counts_and_removes_what_its_uid_left_in_shared_folders(
+    monkeypatch,
+):
+    monkeypatch.setenv("DEEPREFLECT_SANDBOX", "process")
+    token = f"left{uuid.uuid4().hex}"
+    code = f"""
+        import time
+        for folder in ("/dev/shm", "/tmp"):
+            os.mkdir(f"{{folder}}/{token}")
+            for i in range(20):  # 20 files of 15 MB in each: past the 128 MB of the job
+                with open(f"{{folder}}/{token}/{{i}}", "wb") as handle:
+                    handle.write(b"x" * (15 * 1024 * 1024))
+        time.sleep(5)
+    """
+
+    result = attack(code, timeout_s=20)
+
+    assert result.killed_reason == "disk", result.stdout + result.stderr
+    assert traces_of(token) == []
