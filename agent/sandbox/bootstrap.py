@@ -220,7 +220,8 @@ def hold_to_kernel_rules() -> None:
     namespace: dict[str, Any] = {"__name__": "deepreflect_kernel_rules"}
     exec(compile(rules["program"], "kernel_rules.py", "exec"), namespace)
     try:
-        namespace["confine"](rules["readable"], WRITABLE, need_scopes=rules["need_scopes"])
+        shared = rules["shares_host_uid"]
+        namespace["confine"](rules["readable"], WRITABLE, shares_host_uid=shared)
     except OSError as exc:
         if rules["required"]:
             sys.stderr.write(f"sandbox: the kernel rules could not be applied ({exc}); ")

@@ -21,7 +21,9 @@ Why these rules:
   keyrings, ``io_uring`` (it performs I/O around this filter), ``userfaultfd``, ``memfd``, System
   V and POSIX message-queue IPC (memory outside every limit, outliving the run, shared with
   the host), ``inotify`` watches (names of host files), module loading, handle-based opens,
-  ``TIOCSTI``, ``kill(-1)``.
+  ``TIOCSTI``, ``kill(-1)``; and, when the sandbox shares the host's uid (a host that is not
+  root), no change of modes, owners, times or extended attributes (Landlock does not govern
+  them, and the host user's own files would be within reach).
   Another architecture than the filter was written for is killed, not trusted.
 """
 
@@ -89,6 +91,11 @@ _DENIED = (
     "semctl semop semtimedop msgget msgsnd msgrcv msgctl"
 ).split()
 
+_METADATA = (
+    "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes futimesat "
+    "utimensat setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr"
+).split()
+
 
 def _numbers(table: str) -> dict[str, int]:
     """``"name=number ..."`` as a dict (system call tables read better as text)."""
@@ -103,7 +110,9 @@ _X86_64 = _numbers(
     "process_vm_writev=311 finit_module=313 memfd_create=319 kexec_file_load=320 bpf=321 "
     "userfaultfd=323 shmget=29 shmat=30 shmctl=31 semget=64 semop=65 semctl=66 msgget=68 "
     "msgsnd=69 msgrcv=70 msgctl=71 semtimedop=220 mq_open=240 mq_unlink=241 "
-    "inotify_add_watch=254"
+    "inotify_add_watch=254 chmod=90 fchmod=91 chown=92 fchown=93 lchown=94 utime=132 "
+    "setxattr=188 lsetxattr=189 fsetxattr=190 removexattr=197 lremovexattr=198 "
+    "fremovexattr=199 utimes=235 fchownat=260 futimesat=261 fchmodat=268 utimensat=280"
 )
 _AARCH64 = _numbers(
     "ioctl=29 umount2=39 mount=40 pivot_root=41 chroot=51 unshare=97 kexec_load=104 "
@@ -113,12 +122,14 @@ _AARCH64 = _numbers(
     "process_vm_readv=270 process_vm_writev=271 finit_module=273 memfd_create=279 bpf=280 "
     "userfaultfd=282 kexec_file_load=294 inotify_add_watch=27 mq_open=180 mq_unlink=181 "
     "msgget=186 msgctl=187 msgrcv=188 msgsnd=189 semget=190 semctl=191 semtimedop=192 "
-    "semop=193 shmget=194 shmctl=195 shmat=196"
+    "semop=193 shmget=194 shmctl=195 shmat=196 setxattr=5 lsetxattr=6 fsetxattr=7 "
+    "removexattr=14 lremovexattr=15 fremovexattr=16 fchmod=52 fchmodat=53 fchownat=54 "
+    "fchown=55 utimensat=88"
 )
 _COMMON = _numbers(  # the unified table, the same on every architecture
     "io_uring_setup=425 io_uring_enter=426 io_uring_register=427 open_tree=428 move_mount=429 "
     "fsopen=430 fsconfig=431 fsmount=432 fspick=433 clone3=435 pidfd_getfd=438 "
-    "mount_setattr=442 memfd_secret=447"
+    "mount_setattr=442 memfd_secret=447 fchmodat2=452"
 )
 # machine -> (audit arch, first number of a foreign ABI on it or None, system call numbers)
 _ARCHES: dict[str, tuple[int, int | None, dict[str, int]]] = {
@@ -145,13 +156,15 @@ def abi() -> int:
     return max(_call("syscall", _CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION), 0)
 
 
-def confine(readable: Iterable[str], writable: Iterable[str], *, need_scopes: bool) -> int:
+def confine(readable: Iterable[str], writable: Iterable[str], *, shares_host_uid: bool) -> int:
     """Hold this process and its descendants to Landlock and seccomp; return the ABI used.
 
     ``readable`` (besides the system's libraries) and ``writable`` are paths; the
     ``/proc/self/fd/N`` of an inherited descriptor works too (the host opens folders the
-    sandbox user could not walk to). Missing paths are skipped. ``need_scopes``: refuse a
-    kernel that cannot scope signals (ABI < 6), because the process shares the host's uid.
+    sandbox user could not walk to). Missing paths are skipped. ``shares_host_uid`` (a host
+    that is not root, so no throw-away uid): refuse a kernel that cannot scope signals
+    (ABI < 6), and refuse changing modes, owners, times and extended attributes, which
+    Landlock does not govern and the host user's own files would otherwise allow.
 
     Raises:
         Unconfined: Landlock or seccomp is missing here, or a rule was refused.
@@ -159,12 +172,12 @@ def confine(readable: Iterable[str], writable: Iterable[str], *, need_scopes: bo
     version = abi()
     if version < 1:
         raise Unconfined("the kernel has no Landlock (or it is disabled)")
-    if need_scopes and version < 6:
+    if shares_host_uid and version < 6:
         msg = f"Landlock ABI {version} < 6 cannot keep signals in the sandbox"
         raise Unconfined(msg)
     _no_new_privs()
     _landlock(version, list(readable), list(writable))
-    _seccomp()
+    _seccomp(shares_host_uid)
     return version
 
 
@@ -221,8 +234,8 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def _seccomp() -> None:
-    program = filter_program(platform.machine())
+def _seccomp(shares_host_uid: bool) -> None:
+    program = filter_program(platform.machine(), metadata=not shares_host_uid)
     buffer = b"".join(struct.pack("=HBBI", *op) for op in program)
     filters = ctypes.create_string_buffer(buffer)
     fprog = struct.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters))
@@ -234,8 +247,9 @@ Op = tuple[int, int, int, int]
 """One classic BPF instruction: (code, jump if true, jump if false, constant)."""
 
 
-def filter_program(machine: str) -> list[Op]:
-    """The seccomp filter for ``machine`` (``platform.machine()``), as BPF instructions.
+def filter_program(machine: str, *, metadata: bool = True) -> list[Op]:
+    """The seccomp filter for ``machine`` (``platform.machine()``), as BPF instructions;
+    ``metadata``: allow changing modes, owners, times and extended attributes.
 
     Raises:
         Unconfined: no filter was written for this architecture.
@@ -253,7 +267,8 @@ def filter_program(machine: str) -> list[Op]:
     ops.append((_LD_ABS, 0, 0, nr_at))
     if foreign_from is not None:
         ops += [(_JGE, 0, 1, foreign_from), (_RET, 0, 0, _RET_KILL_PROCESS)]
-    for name in _DENIED:
+    denied = _DENIED + ([] if metadata else [n for n in _METADATA if n in nr])
+    for name in denied:
         ops += [(_JEQ, 0, 1, nr[name]), errno(_EPERM)]
     ops += [(_JEQ, 0, 1, nr["socket"]), errno(_EACCES)]
     ops += [(_JEQ, 0, 1, nr["clone3"]), errno(_ENOSYS)]  # its flags are out of reach: clone
@@ -277,7 +292,7 @@ def filter_program(machine: str) -> list[Op]:
 def probe(readable: Sequence[str]) -> str:
     """Confine this process, then prove the kernel refuses; the ABI, or why not."""
     try:
-        version = confine(readable, [], need_scopes=os.geteuid() != 0)
+        version = confine(readable, [], shares_host_uid=os.geteuid() != 0)
     except OSError as exc:
         return f"unavailable: {exc}"
     for attempt in (_read_outside, _create_socket):

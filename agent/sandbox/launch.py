@@ -183,7 +183,7 @@ def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> 
     readable = [os.path.realpath(p) for p in spec.job.readable]
     config.update(uid=spec.uid, copy_from=bwrap.SOURCE, writable=["/tmp", "/dev/shm"])
     # defence in depth under the namespaces; a kernel without Landlock still has them
-    rules = _kernel_rules([*interpreter_roots(), *readable], need_scopes=False, required=False)
+    rules = _kernel_rules([*interpreter_roots(), *readable], False, required=False)
     config["kernel_rules"] = rules
     env = {**_environment(spec.folder, "/tmp"), **env}
     root = spec.uid is not None
@@ -213,12 +213,13 @@ def _direct_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> 
     return _Command(args + list(spec.job.argv), env, opened, user)
 
 
-def _kernel_rules(readable: list[str], need_scopes: bool, *, required: bool) -> dict[str, Any]:
-    """What the bootstrap needs to apply :mod:`agent.sandbox.kernel_rules` to itself."""
+def _kernel_rules(readable: list[str], shares_host_uid: bool, *, required: bool) -> dict[str, Any]:
+    """What the bootstrap needs to apply :mod:`agent.sandbox.kernel_rules` to itself;
+    ``shares_host_uid``: no throw-away uid keeps the code off the host user's files."""
     return {
         "program": program("kernel_rules.py"),
         "readable": readable,
-        "need_scopes": need_scopes,
+        "shares_host_uid": shares_host_uid,
         "required": required,
     }
 

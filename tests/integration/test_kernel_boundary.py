@@ -462,6 +462,11 @@ def test_an_unprivileged_hosts_environment_and_signals_are_out_of_reach(level, h
     shutil.copytree(Path(ROOT) / "agent" / "sandbox", host_dir / "agent" / "sandbox")
     (host_dir / "agent" / "__init__.py").write_text("")
     secret = f"sk-{uuid.uuid4().hex}"
+    owned = host_dir / "owned.txt"  # the unprivileged host user's own file
+    owned.write_text("mine")
+    owned.chmod(0o600)
+    os.chown(owned, 65534, 65534)
+    before = owned.stat()
     code = SWITCH_OFF_HOOK + textwrap.dedent(
         """
         import signal
@@ -472,7 +477,11 @@ def test_an_unprivileged_hosts_environment_and_signals_are_out_of_reach(level, h
         attempt("kill", lambda: os.kill(host, signal.SIGUSR1))
         attempt("kill all", lambda: os.kill(-1, signal.SIGUSR1))
         attempt("ptrace", lambda: (libc.ptrace(16, host, 0, 0), ctypes.get_errno()))
-        """
+        owned = "OWNED"
+        attempt("chmod", lambda: os.chmod(owned, 0o666))
+        attempt("utime", lambda: os.utime(owned, (0, 0)))
+        attempt("xattr", lambda: os.setxattr(owned, "user.x", b"1"))
+        """.replace("OWNED", str(owned))
     )
     done = subprocess.run(
         [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", interpreter, "-I", "-c",
@@ -492,6 +501,9 @@ def test_an_unprivileged_hosts_environment_and_signals_are_out_of_reach(level, h
     assert "HOOK-OFF" in answer["out"]
     assert secret not in answer["out"]
     assert answer["got"] == []
+    after = owned.stat()
+    assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime), answer["out"]
+    assert os.listxattr(owned) == []
 
 
 # -- the process level: refused unless opted in, and not a boundary --------------------------

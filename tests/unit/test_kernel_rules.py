@@ -15,13 +15,15 @@ from agent.sandbox import kernel_rules as rules  # noqa: E402  (loads libc)
 KILL, ALLOW = "kill", "allow"
 
 
-def verdict(machine: str, name_or_nr: str | int, *args: int, arch: int | None = None) -> str:
+def verdict(
+    machine: str, name_or_nr: str | int, *args: int, arch: int | None = None, metadata=True
+) -> str:
     """Run the filter for ``machine`` on one system call; ``"allow"``, ``"kill"`` or the errno."""
     own_arch, _, numbers = rules._ARCHES[machine]
     nr = name_or_nr if isinstance(name_or_nr, int) else {**numbers, **rules._COMMON}[name_or_nr]
     padded = [*args, 0, 0, 0, 0, 0, 0][:6]
     data = struct.pack("=iIQ6Q", nr, own_arch if arch is None else arch, 0, *padded)
-    program = rules.filter_program(machine)
+    program = rules.filter_program(machine, metadata=metadata)
     accumulator, pc = 0, 0
     while True:
         code, jt, jf, k = program[pc]
@@ -71,6 +73,15 @@ def test_sockets_namespaces_mass_kill_and_terminal_injection_are_refused(machine
     assert verdict(machine, "clone3") == "errno 38"  # ENOSYS: libc falls back to clone
     assert verdict(machine, "kill", 0xFFFFFFFF, 9) == "errno 1"  # kill(-1)
     assert verdict(machine, "ioctl", 0, rules._TIOCSTI) == "errno 1"
+
+
+@pytest.mark.parametrize("machine", sorted(rules._ARCHES))
+def test_metadata_changes_are_refused_only_when_the_host_uid_is_shared(machine):
+    names = [n for n in rules._METADATA if n in {**rules._ARCHES[machine][2], **rules._COMMON}]
+
+    assert {"fchmodat", "fchownat", "utimensat", "fsetxattr"} <= set(names)
+    assert all(verdict(machine, n, metadata=False) == "errno 1" for n in names)
+    assert all(verdict(machine, n) == ALLOW for n in names)
 
 
 @pytest.mark.parametrize("machine", sorted(rules._ARCHES))
