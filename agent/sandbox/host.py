@@ -22,8 +22,8 @@ from typing import IO, cast
 from agent.sandbox.capture import collect, drain
 from agent.sandbox.isolation import IsolationLevel, isolation_level
 from agent.sandbox.job import Job, SandboxResult
-from agent.sandbox.launch import FILE_SIZE_LIMIT, Started, prepare, remove_tree, start
-from agent.sandbox.processes import Watch, kill_all, reap
+from agent.sandbox.launch import DISK_LIMIT, FILE_SIZE_LIMIT, Started, prepare, remove_tree, start
+from agent.sandbox.processes import Watch, kill_all, reap, remove_left
 
 __all__ = ["Job", "SandboxResult", "run_jobs"]
 
@@ -41,6 +41,8 @@ def run_jobs(
     ``isolation`` overrides :func:`isolation_level` (the SQL check reads a host file).
 
     Raises:
+        SandboxUnavailable: no kernel-enforced sandbox here and no opt-in to ``process``
+            (nothing is run), or the forced level cannot run.
         ValueError: a file path would land outside its folder, or a bad timeout.
         OSError: an interpreter could not be started.
     """
@@ -75,10 +77,14 @@ def _supervise(
     begun = time.monotonic()
     captures = {pipe: cap for run in started for pipe, cap in run.captures.items()}
     mains = [run for run in started if run.spec.job.main] or started
-    watch = Watch([(run.proc.pid, run.spec.uid) for run in started], memory_mb * 1024 * 1024)
+    members = [(run.proc.pid, run.spec.uid) for run in started]
+    folders = [] if level == "kernel" else [str(p) for r in started for p in r.spec.folders()]
+    watch = Watch(members, memory_mb * 1024 * 1024, folders, DISK_LIMIT * len(started))
     reason = collect([run.proc.pid for run in mains], captures, begun + timeout_s, watch)
     for run in started:
         kill_all(run.proc.pid, run.spec.uid)
+        if run.spec.uid is not None and level != "kernel":
+            remove_left(run.spec.uid)  # the kernel level's /tmp and /dev/shm die with it
     drain(captures, time.monotonic() + 0.5)
     return [_result(run, reason, begun, level) for run in started]
 

@@ -21,7 +21,8 @@ class SandboxResult:
     timed_out: bool
     """The wall timeout fired and the run was killed."""
     killed_reason: str | None
-    """``"timeout"``, ``"output"`` (flood), ``"cpu"``, ``"memory"``, ``"killed"`` or None."""
+    """``"timeout"``, ``"output"`` (flood), ``"cpu"``, ``"memory"``, ``"disk"`` (its folders
+    outgrew their limit), ``"killed"`` or None."""
     duration_s: float
     """Wall time of the run."""
     isolation: IsolationLevel = "process"
@@ -45,8 +46,8 @@ class Job:
     main: bool = True
     """The run ends when every main job has exited; the others are then killed."""
     readable: Sequence[str] = ()
-    """Host files the job may read besides its own (process mode only, and only as far as
-    the throw-away user's permissions reach)."""
+    """Host files the job may read besides its own (read-only, at every level, and only as
+    far as the throw-away user's permissions reach)."""
     report: bool = False
     """Give the job a descriptor (``DEEPREFLECT_REPORT_FD``) whose text comes back as
     ``SandboxResult.report``: a channel no other job of the run can write to."""
