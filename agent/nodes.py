@@ -120,11 +120,9 @@ class Planner:
         current = with_update(state, update)
         if taken.next == "plan":
             planned = await self._plan(current, ctx)
-            if isinstance(planned, Command):
-                return planned
-            if "files" in update and "files" in planned:  # the turn's files and re-opened ones
-                planned = planned | {"files": {**update["files"], **planned["files"]}}
-            update |= planned
+            if isinstance(planned, Command):  # escalated or failed: the turn is still taken in
+                return Command(goto=planned.goto, update=combined(update, planned.update))
+            update = combined(update, planned)
             current = with_update(state, update)
             emit(plan_event(current["plan"]))
         return dispatch(current, ctx, update)
@@ -149,6 +147,17 @@ class Planner:
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
         return update | apply_plan(state, outcome.steps)
+
+
+def combined(first: Mapping[str, Any], then: Any) -> dict[str, Any]:
+    """Two updates of one node as one: ``then`` wins, but ``files`` merge path by path and
+    ``messages`` keep both (the turn's files and the files a replan re-opens, say)."""
+    update = {**first, **(then or {})}
+    for key in ("files", "messages"):
+        if key in first and key in (then or {}):
+            joined = {**first[key], **then[key]} if key == "files" else [*first[key], *then[key]]
+            update[key] = joined
+    return update
 
 
 def with_update(state: StateView, update: Mapping[str, Any]) -> dict[str, Any]:
