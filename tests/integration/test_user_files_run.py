@@ -133,9 +133,11 @@ def test_refused_graph_input_files_fail_the_run_as_invalid_input(files, named):
     roles = models(read_plan(), [END])
     graph = memory_graph(roles)
     config = thread_config(f"t-{uuid.uuid4()}")
-    if isinstance(files, str):  # a LastValue channel would refuse a non-mapping write itself
-        with pytest.raises(Exception):
+    if isinstance(files, str):  # the channel refuses it, with what it expects
+        with pytest.raises(ValueError, match="files must map paths to text contents, not str"):
             graph.invoke({"messages": [("user", "go")], "files": files}, config, context=ctx())
+        graph.invoke({"messages": [("user", "go")], "files": {"a.md": "x"}}, config, context=ctx())
+        assert graph.get_state(config).values["files"]["a.md"]["origin"] == "user"  # still works
         return
     graph.invoke({"messages": [("user", "go")], "files": files}, config, context=ctx())
     values = graph.get_state(config).values
@@ -263,3 +265,41 @@ def test_cli_bad_file_is_a_usage_error_naming_it(tmp_path, make, why):
     assert done.returncode == 2, done.stdout + done.stderr
     assert why in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "t.sqlite").exists()  # refused before any thread was made
+
+
+# ---------------------------------------------------------------- LangGraph Server and the SDK
+
+
+def test_the_sdk_sends_files_in_the_input_and_a_step_reads_them(tmp_path):
+    pytest.importorskip("langgraph_sdk")
+    from tests.langgraph_server import dev_server, langgraph_missing
+
+    if reason := langgraph_missing():
+        pytest.skip(reason)
+    from langgraph_sdk import get_sync_client
+
+    with dev_server(tmp_path / "langgraph-dev.log") as url:
+        client = get_sync_client(url=url)
+        assistant = client.assistants.search(graph_id="deep_agent")[0]
+        schema = client.assistants.get_schemas(assistant["assistant_id"])["input_schema"]
+        assert schema["properties"]["files"]["type"] == "object"  # Studio's input form has it
+        context = {"model": "scripted:files"}
+        given = {"cities.csv": CSV, "docs/notes.md": "one\ntwo\n"}
+        thread = client.threads.create()
+        user = [{"role": "user", "content": "List my files"}]
+        final = client.runs.wait(
+            thread["thread_id"], "deep_agent", input={"messages": user, "files": given},
+            context=context,
+        )  # fmt: skip
+        assert (final["status"], final["stop_reason"]) == ("success", "end")
+        inventory = final["files"]["INVENTORY.md"]["content"]
+        assert "- cities.csv: 3 lines" in inventory and "- docs/notes.md: 2 lines" in inventory
+        assert final["files"]["cities.csv"]["origin"] == "user"
+
+        bad = client.threads.create()
+        refused = client.runs.wait(
+            bad["thread_id"], "deep_agent", input={"messages": user, "files": {"../x": "y"}},
+            context=context,
+        )  # fmt: skip
+        assert (refused["status"], refused["stop_reason"]) == ("failed", "invalid_input")
+        assert "../x" in refused["messages"][-1]["content"]
