@@ -39,6 +39,7 @@ __all__ = [
     "UserFileError",
     "check_user_files",
     "describe_files",
+    "folder_clash",
     "is_user_file",
     "keep_origin",
     "load_files",
@@ -53,6 +54,8 @@ MAX_USER_FILES = 200
 """User files a thread may hold: well below the VFS's 500, so steps can still write theirs."""
 MAX_USER_BYTES = 5_000_000
 """Their total UTF-8 size; each one is also bounded by ``agent.vfs.MAX_FILE_BYTES``."""
+MAX_SCANNED = 20_000
+"""Entries a folder walk looks at, ignored and binary ones included, before it gives up."""
 RESERVED = "work/"
 """The steps' scratch space: a user file there could be overwritten as scratch."""
 # how much of the user's files the planner sees: every name and size, the head of the first few
@@ -135,7 +138,23 @@ def check_user_files(files: object) -> dict[str, str]:
             msg = f"the files given total more than {MAX_USER_BYTES} bytes (at {path!r})"
             raise UserFileError(msg)
         checked[path] = content
+    if problem := folder_clash(checked):
+        raise UserFileError(problem)
     return checked
+
+
+def folder_clash(paths: Iterable[str], held: Iterable[str] = ()) -> str | None:
+    """Why ``paths`` cannot all be files next to ``held`` ones: a path that is also a folder
+    of another (``a`` and ``a/b``) could be neither checked out nor exported, or None."""
+    given, others = set(paths), set(held)
+    every = given | others
+    for path in sorted(every):
+        parts = path.split("/")
+        for n in range(1, len(parts)):
+            folder = "/".join(parts[:n])
+            if folder in (every if path in given else given):
+                return f"file {path!r} needs {folder!r} to be a folder, and it is a file"
+    return None
 
 
 # ------------------------------------------------------------------ in the thread's state
@@ -173,6 +192,9 @@ def taken_in(files: Mapping[str, Any], step: int) -> tuple[dict[str, FileEntry |
         checked = check_user_files(raw)
     except UserFileError as exc:
         return deleted, str(exc)
+    held = [p for p, e in files.items() if _is_entry(e) and p not in checked]
+    if problem := folder_clash(checked, held):
+        return deleted, problem
     kept = {p: e for p, e in files.items() if is_user_file(e) and p not in checked}
     if len(kept) + len(checked) > MAX_USER_FILES:
         n = len(kept) + len(checked)
@@ -296,6 +318,7 @@ class _Loader:
         self.files: dict[str, str] = {}
         self.sources: dict[str, Path] = {}
         self.total = 0
+        self.scanned = 0
 
     def add(self, vfs_path: str, source: Path, text: str) -> None:
         path = _vfs_path(vfs_path)
@@ -345,6 +368,13 @@ class _Loader:
 
     def folder(self, walk: _Walk, folder: Path) -> None:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        self.scanned += len(entries)
+        if self.scanned > MAX_SCANNED:
+            msg = (
+                f"{walk.top} holds more than {MAX_SCANNED} entries; name the folders to give, "
+                "or list what to leave out in a .gitignore"
+            )
+            raise UserFileError(msg)
         for entry in entries:
             path = Path(entry.path)
             shown = path.relative_to(walk.top).as_posix()
@@ -355,6 +385,7 @@ class _Loader:
                 self.link(walk, path, vfs)
             elif entry.is_dir(follow_symlinks=False):
                 if not walk.ignored(path, is_dir=True):
+                    _vfs_path(vfs)  # a folder too deep for any path inside it: said here
                     inner = _Walk(walk.top, walk.prefix, walk.specs + _spec(path))
                     self.folder(inner, path)
             elif entry.is_file(follow_symlinks=False):
@@ -375,7 +406,12 @@ class _Loader:
             self.file(target, vfs)
 
     def file(self, path: Path, vfs: str) -> None:
-        text = _decoded(_read(path, vfs))
+        try:
+            data = _read(path, vfs)
+        except UserFileError as exc:
+            msg = f"{exc} (list it in a .gitignore to leave it out)"
+            raise UserFileError(msg) from None
+        text = _decoded(data)
         if text is None:
             self.skipped.append(f"{vfs}: binary")
             return

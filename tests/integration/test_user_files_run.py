@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent import ScriptedChatModel, UserFileError, arun, build_graph, run
+from agent import UserFileError, arun, build_graph, run
 from agent.export import MANIFEST, export_files
 from agent.models import tool_call
 from agent.runner import thread_config

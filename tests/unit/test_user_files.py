@@ -10,10 +10,12 @@ import pytest
 
 from agent.plan import parse_plan
 from agent.user_files import (
+    MAX_SCANNED,
     MAX_USER_BYTES,
     MAX_USER_FILES,
     UserFileError,
     check_user_files,
+    folder_clash,
     keep_origin,
     load_files,
     planner_view,
@@ -310,3 +312,39 @@ def test_a_plan_may_edit_a_user_file_and_check_it_with_the_users_tests():
     plan = [step("S1", "app.py", action="coder", check={"kind": "pytest", "tests": ["t.py"]})]
     steps, errors = parse_plan({"steps": plan}, actions={"coder"}, max_steps=5)
     assert errors == [] and steps is not None and steps[0].expected_output == "app.py"
+
+
+def test_a_path_that_is_also_a_folder_of_another_is_refused():
+    with pytest.raises(UserFileError, match="needs 'a' to be a folder"):
+        check_user_files({"a": "x", "a/b.py": "y"})
+    held = {"out": file_entry("artifact", step=1)}
+    _, problem = taken_in({**held, "out/x.py": "y"}, step=2)
+    assert problem is not None and "needs 'out' to be a folder" in problem
+    _, problem = taken_in({"lib/m.py": file_entry("m", step=1), "lib": "x"}, step=2)
+    assert problem is not None and "'lib/m.py' needs 'lib'" in problem
+    assert folder_clash(["b.py"], ["a", "a/c"]) is None  # a clash among held files is not ours
+
+
+def test_a_huge_tree_is_refused_before_it_is_walked_whole(tmp_path):
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    (folder / ".gitignore").write_text("*\n")  # all ignored: still each one is looked at
+    for n in range(MAX_SCANNED + 1):
+        (folder / f"{n}").touch()
+    with pytest.raises(UserFileError, match=f"more than {MAX_SCANNED} entries"):
+        load_files(["huge"], cwd=tmp_path)
+
+
+def test_a_folder_nested_deeper_than_any_vfs_path_is_an_error_not_a_crash(tmp_path):
+    deep = tmp_path / "d"
+    for _ in range(150):
+        deep = deep / "a"
+    write(deep / "f.txt", "x\n")
+    with pytest.raises(UserFileError, match=f"the limit is {MAX_PATH_CHARS}"):
+        load_files(["d"], cwd=tmp_path)
+
+
+def test_an_oversized_file_in_a_folder_says_how_to_leave_it_out(tmp_path):
+    write(tmp_path / "d" / "data.bin.txt", "x" * (MAX_FILE_BYTES + 1))
+    with pytest.raises(UserFileError, match="list it in a .gitignore"):
+        load_files(["d"], cwd=tmp_path)
