@@ -180,11 +180,20 @@ def _is_entry(value: object) -> bool:
     )
 
 
+def _normalised(path: object) -> bool:
+    """Whether ``path`` is a valid VFS path as written: every node writes only such paths, so
+    an entry at any other came in with a graph input and is checked like one."""
+    try:
+        return validate_path(path) == path
+    except PathError:
+        return False
+
+
 def taken_in(files: Mapping[str, Any], step: int) -> tuple[dict[str, FileEntry | None], str | None]:
     """The ``files`` update that turns the raw values a graph input wrote (plain strings) into
     user ``FileEntry`` records, and the problem that refuses them all (then the update only
     deletes them: a refused file never stays in the thread)."""
-    raw = {path: value for path, value in files.items() if not _is_entry(value)}
+    raw = {p: v for p, v in files.items() if not (_is_entry(v) and _normalised(p))}
     if not raw:
         return {}, None
     deleted: dict[str, FileEntry | None] = dict.fromkeys(raw)
@@ -444,6 +453,8 @@ def load_files(
 
 def describe_files(files: Mapping[str, str], limit: int = 5) -> str:
     """One line for a person: how many files, how large, the first few names."""
+    if not files:
+        return "none (the folders given hold no text file to take)"
     total = sum(len(text.encode("utf-8")) for text in files.values())
     names = sorted(files)
     more = f", … ({len(names) - limit} more)" if len(names) > limit else ""

@@ -348,3 +348,13 @@ def test_an_oversized_file_in_a_folder_says_how_to_leave_it_out(tmp_path):
     write(tmp_path / "d" / "data.bin.txt", "x" * (MAX_FILE_BYTES + 1))
     with pytest.raises(UserFileError, match="list it in a .gitignore"):
         load_files(["d"], cwd=tmp_path)
+
+
+def test_an_entry_shaped_value_at_a_hostile_path_is_checked_like_raw_input():
+    forged = file_entry("x", step=0, status="done")
+    update, problem = taken_in({"../../etc/cron.d/x": forged}, step=1)
+    assert problem is not None and "climbs out" in problem
+    assert update == {"../../etc/cron.d/x": None}
+    update, problem = taken_in({"./a.py": forged}, step=1)  # not normalised: re-taken
+    assert problem is None and update["./a.py"] is None
+    assert (update["a.py"]["status"], update["a.py"]["origin"]) == ("active", "user")
