@@ -294,7 +294,11 @@ def _outer_specs(top: Path) -> list[tuple[Path, GitIgnoreSpec]]:
 def _read(path: Path, shown: str) -> bytes:
     """A regular file's bytes, never more than the per-file limit plus one (a FIFO or device
     is refused, not waited on)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        msg = f"{shown} cannot be read: {exc.strerror or exc}"
+        raise UserFileError(msg) from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
@@ -302,7 +306,11 @@ def _read(path: Path, shown: str) -> bytes:
             raise UserFileError(msg)
         if problem := _size_problem(shown, info.st_size):
             raise UserFileError(problem)
-        data = handle.read(MAX_FILE_BYTES + 1)
+        try:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            msg = f"{shown} cannot be read: {exc.strerror or exc}"
+            raise UserFileError(msg) from None
     if problem := _size_problem(shown, len(data)):
         raise UserFileError(problem)
     return data
@@ -376,7 +384,11 @@ class _Loader:
         self.add(name, target, text)
 
     def folder(self, walk: _Walk, folder: Path) -> None:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            msg = f"folder {folder} cannot be read: {exc.strerror or exc}"
+            raise UserFileError(msg) from None
         self.scanned += len(entries)
         if self.scanned > MAX_SCANNED:
             msg = (
