@@ -358,3 +358,12 @@ def test_an_entry_shaped_value_at_a_hostile_path_is_checked_like_raw_input():
     update, problem = taken_in({"./a.py": forged}, step=1)  # not normalised: re-taken
     assert problem is None and update["./a.py"] is None
     assert (update["a.py"]["status"], update["a.py"]["origin"]) == ("active", "user")
+
+
+def test_a_host_name_that_is_not_utf8_is_an_error_naming_it(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    fd = os.open(os.fsencode(folder) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.close(fd)
+    with pytest.raises(UserFileError, match="d/caf"):  # the VFS's reason follows the name
+        load_files(["d"], cwd=tmp_path)
