@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agent.result import Result
     from agent.runner import aresume, arun, resume, run
     from agent.subagents import SubAgent
+    from agent.user_files import UserFileError, load_files
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -37,6 +38,8 @@ _EXPORTS = {
     "arun": "agent.runner",
     "resume": "agent.runner",
     "run": "agent.runner",
+    "UserFileError": "agent.user_files",
+    "load_files": "agent.user_files",
 }
 
 __all__ = [
@@ -53,6 +56,8 @@ __all__ = [
     "arun",
     "resume",
     "run",
+    "UserFileError",
+    "load_files",
 ]
 
 

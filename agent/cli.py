@@ -86,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _budgets(demo)
     _databases(demo)
+    _user_files(demo)
     _db(demo, json_flag=True)
     _out(demo)
 
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     _budgets(run_p)
     _databases(run_p)
     _mcp(run_p)
+    _user_files(run_p)
     _db(run_p, json_flag=True)
     _out(run_p)
 
@@ -180,6 +182,18 @@ def _db(p: argparse.ArgumentParser, *, json_flag: bool = False) -> None:
     )
     if json_flag:
         p.add_argument("--json", action="store_true", help="print the Result as JSON")
+
+
+def _user_files(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        metavar="PATH",
+        help="a file or folder the agent gets to read or edit (repeatable); a folder adds its "
+        "text files, skipping .git/ and what .gitignore ignores; paths inside the current "
+        "folder keep their relative path, others are named from their parent",
+    )
 
 
 def _out(p: argparse.ArgumentParser) -> None:
@@ -405,23 +419,43 @@ def _where(db: str | None) -> str:
     return shown_location(db_location(db))
 
 
+def _loaded_files(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--file PATH ...`` read from disk (a usage error, exit 2, names a bad one); what a
+    folder held but was left out is said on stderr."""
+    if not getattr(args, "files", None):
+        return None
+    from agent.user_files import load_files
+
+    skipped: list[str] = []
+    files = load_files(args.files, skipped=skipped)
+    for note in skipped:
+        _warn(f"--file: skipped {note}")
+    return files
+
+
 def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
     from agent.checkpointers import open_checkpointer
     from agent.graph import build_graph
     from agent.progress import Progress, line
     from agent.runner import run
+    from agent.user_files import describe_files
 
     _check_models(ctx)
+    files = _loaded_files(args)
     tools = _tools(args)
     thread_id = args.thread = getattr(args, "thread", None) or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver, tools=tools)
         if not args.json:
             console.print(line(("goal", "bold"), f": {goal}"))
+            if files is not None:
+                console.print(line(("files", "bold"), f": {describe_files(files)}"))
             console.print(line((f"thread {thread_id} in {_where(args.db)}", "dim")))
         on_update = None if args.json else Progress(console)
         with _running(thread_id):
-            result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
+            result = run(
+                graph, goal, thread_id=thread_id, context=ctx, on_update=on_update, files=files
+            )
         _export_out(args, graph, thread_id)
     return _finish(console, result, args.json)
 

@@ -61,7 +61,8 @@ from agent.turn import (
     new_human_message,
     take_in,
 )
-from agent.vfs import scratch_prefix
+from agent.user_files import keep_origin, user_paths
+from agent.vfs import merge_files, scratch_prefix
 from agent.worker import StepWorker
 
 __all__ = [
@@ -118,13 +119,13 @@ class Planner:
         if taken.next in ("escalate", "finalize"):
             return Command(goto=taken.next, update=taken.update)
         update = dict(taken.update)
-        current = {**state, **update}
+        current = with_update(state, update)
         if taken.next == "plan":
             planned = await self._plan(current, ctx)
-            if isinstance(planned, Command):
-                return planned
-            update |= planned
-            current |= planned
+            if isinstance(planned, Command):  # escalated or failed: the turn is still taken in
+                return Command(goto=planned.goto, update=combined(update, planned.update))
+            update = combined(update, planned)
+            current = with_update(state, update)
             emit(plan_event(current["plan"]))
         return dispatch(current, ctx, update)
 
@@ -154,6 +155,26 @@ class Planner:
 def declared_databases(ctx: Context, declared: Mapping[str, str]) -> dict[str, str]:
     """The run's databases: the Context's, then build_graph's, which win on a shared name."""
     return ctx.declared_databases() | dict(declared)
+
+
+def combined(first: Mapping[str, Any], then: Any) -> dict[str, Any]:
+    """Two updates of one node as one: ``then`` wins, but ``files`` merge path by path and
+    ``messages`` keep both (the turn's files and the files a replan re-opens, say)."""
+    update = {**first, **(then or {})}
+    for key in ("files", "messages"):
+        if key in first and key in (then or {}):
+            joined = {**first[key], **then[key]} if key == "files" else [*first[key], *then[key]]
+            update[key] = joined
+    return update
+
+
+def with_update(state: StateView, update: Mapping[str, Any]) -> dict[str, Any]:
+    """The state as the node's ``update`` will leave it: ``files`` merged path by path, as
+    its channel merges them, every other key replaced."""
+    current = {**state, **update}
+    if "files" in update:
+        current["files"] = merge_files(state.get("files") or {}, [update["files"]])
+    return current
 
 
 def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[PlannerRoute]:
@@ -193,10 +214,11 @@ def subagent_task(
     own = [step["expected_output"]] + [
         p for p in files if p.startswith(scratch_prefix(step["step_id"]))
     ]
+    paths = dict.fromkeys(readable + user_paths(files) + own)  # every step reads the user's
     return {
         "step": dict(step),
         "goal": state.get("goal", ""),
-        "readable": [p for p in readable + own if p in files],
+        "readable": [p for p in paths if p in files],
         "round": round_no,
         "token_allowance": allowance,
         "time_allowance_s": seconds,
@@ -285,7 +307,8 @@ class Subagent:
         )
         run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)
-        update = {"files": run.files, "trajectory": run.trajectory, "usage": usage}
+        files = keep_origin(run.files, current_files())
+        update = {"files": files, "trajectory": run.trajectory, "usage": usage}
         if run.approvals:
             update["approvals"] = run.approvals
         if run.replay:

@@ -16,6 +16,7 @@ from agent.plan import Step, merge_replan, parse_plan, plan_draft_for
 from agent.prompts import render
 from agent.quoting import data_block
 from agent.subagents import SubAgent, describe_registry
+from agent.user_files import planner_view
 from agent.vfs import summarize_files
 
 __all__ = ["PlanOutcome", "ask_planner", "apply_plan", "describe_databases"]
@@ -60,6 +61,7 @@ async def ask_planner(
         reason=reason,
         plan=json.dumps(old, indent=1) if old else "",
         files=data_block(summarize_files(files, int(state.get("step") or 0))),
+        user_files=planner_view(files),
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)

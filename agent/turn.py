@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from agent.context import Context
 from agent.models import total_tokens
 from agent.state import CUT_KEY, MAX_GOAL_CHARS
+from agent.user_files import taken_in
 
 __all__ = [
     "Intake",
@@ -46,7 +47,33 @@ class Intake:
 
 
 def take_in(state: Mapping[str, Any], ctx: Context, *, now: float | None = None) -> Intake:
-    """Decide what this invocation of the thread is, from its state and Context."""
+    """Decide what this invocation of the thread is, from its state and Context.
+
+    Files a graph input sent (plain strings in ``files``) become user entries first, on
+    every route, so nothing after the planner ever sees a raw one; refused, they are
+    deleted and the turn fails (or, on a paused thread, it stays paused)."""
+    given, problem = taken_in(state.get("files") or {}, int(state.get("step") or 0))
+    if problem is not None:
+        return _refused_files(state, given, problem)
+    taken = _taken(state, ctx, now)
+    if not given:
+        return taken
+    return Intake(taken.next, {**taken.update, "files": given})
+
+
+def _refused_files(state: Mapping[str, Any], deleted: dict[str, Any], problem: str) -> Intake:
+    """Refused files change nothing but their own removal; the message sent with them is
+    taken in (so it does not run later without them)."""
+    update: dict[str, Any] = {"files": deleted}
+    if (human := new_human_message(state)) is not None:
+        update["turn"] = {**(state.get("turn") or {}), "human_id": human.id}
+    if state.get("escalation"):
+        note = f"Those files were not accepted ({problem}); please send them again."
+        return Intake("escalate", update | {"messages": [AIMessage(note)]})
+    return Intake("finalize", update | failed("invalid_input", f"files refused: {problem}"))
+
+
+def _taken(state: Mapping[str, Any], ctx: Context, now: float | None) -> Intake:
     if (failure := config_failure(ctx)) is not None:
         return Intake("finalize", failure)
     human = new_human_message(state)
