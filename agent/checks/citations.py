@@ -7,56 +7,117 @@ passes when it cites at least one URL, at least ``min`` distinct ones, and every
 is among the URLs found in those results. Nothing is fetched: the verdict is a comparison of
 two sets of URLs, so the model cannot talk its way past it.
 
-What counts as a citation: every ``http(s)://`` URL and every ``www.`` address anywhere in
-the artifact, in markdown links ``[t](url)``, autolinks ``<url>``, reference definitions,
-bare text and code blocks alike (a reader can follow each one, so each one must be real; a
-check that skipped code blocks would be a place to hide an invented source).
+What counts as a citation (:func:`extract_urls`), read as a reader's browser reads it: the
+destination of every Markdown link, image, autolink and reference definition (markdown-it-py,
+entities decoded, used or not), every URL attribute of every HTML tag (``href``, ``src``,
+``srcset``, ``<base href>``, a refresh's ``url=``, ...: entities decoded as HTML5 decodes an
+attribute), and every ``http(s):`` or ``www.`` address anywhere in the text, code included,
+looked for in the text as written, with entities decoded, with Markdown escapes removed and
+with invisible format characters removed (a check that skipped any of these would be a place
+to hide an invented source). A link the check cannot verify is a citation that fails
+(:class:`UnverifiableURL`): a protocol-relative ``//host`` link (resolved against nothing), a
+``javascript:``, ``data:``, ``file:`` or any other non-web scheme, an unparsable URL, a host
+that is not valid IDNA 2008, a relative link hiding ``//``. Not citations: ``mailto:`` and
+``tel:`` (a person, not a document), and relative links (``#part``, ``notes.md``,
+``../x``): they name the document's own files, unless a ``<base href>`` makes them absolute.
 
-What counts as the same source (:func:`normalise_url`): the comparison ignores what does not
-change the document a URL names, and nothing else. Ignored: the scheme (``http``/``https``),
-the case of the host, a leading ``www.``, a trailing dot of the host, a default port, user
-info, the fragment, a trailing slash, dot segments (``/a/./b``, ``/a/x/../b``), the spelling of
-percent-escapes, the order of query parameters and tracking parameters (``utm_*``,
-``fbclid``, ``gclid``, ...). Kept: the host exactly (``a.com.evil.net`` and ``evila.com`` are
-not ``a.com``), the path exactly and case-sensitively (``/x/evil`` is not ``/x``: a URL that
-extends or shortens a returned one is a different source) and every other query parameter.
+What counts as the same source (:func:`normalise_url`, one function for both sides): the
+URL is parsed by the WHATWG URL standard (ada-url: what a browser fetches, so ``\\`` is ``/``,
+``https:/host`` and ``https:host`` name ``host``, tabs and newlines vanish, ``%2e%2e`` is
+``..``, ``@`` ends the user info), its host must be IDNA 2008 (``idna``; UTS 46 non-transitional,
+so ``faß.de`` is ``xn--fa-hia.de``, never ``fass.de``), then RFC 3986 normalisation
+(``rfc3986``): escapes of unreserved characters decoded, hex in upper case, characters
+outside RFC 3986 escaped, dot segments removed; ``%2F`` stays distinct from ``/``. Kept:
+everything that changes which server is asked — the scheme (``http`` is not ``https``), the
+user info, the host exactly (``www.a.com`` is not ``a.com``), a non-default port — and the
+path exactly, case-sensitively, and every query parameter other than tracking ones. Ignored:
+the fragment, a default port, one trailing dot of the host, one trailing slash of the path,
+an empty query, the order of query parameters, tracking parameters (``utm_*``, ``fbclid``,
+``gclid``, ...). An address without a scheme (``www.a.com/x``) matches either scheme.
 """
 
 from __future__ import annotations
 
+import html.entities
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+import idna
+from ada_url import URL, join_url
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from rfc3986 import misc as rfc3986_chars
+from rfc3986 import normalizers as rfc3986_norm
 
 from agent.checks.registry import current_tool_outputs, register_check
 from agent.checks.report import CheckReport, clip, make_report
 
-__all__ = ["TRACKING_PARAMS", "cited_urls", "extract_urls", "normalise_url"]
+__all__ = [
+    "TRACKING_PARAMS",
+    "Citation",
+    "UnverifiableURL",
+    "citations",
+    "cited_urls",
+    "extract_urls",
+    "normalise_url",
+]
 
-# A URL runs from its scheme (or "www.") to the first character no URL contains unencoded:
-# white space, quotes, angle brackets, backticks, square brackets (IP literals aside, they
-# are reserved: an IPv6 host is the one place they may appear), a pipe (markdown tables) or
-# a backslash (an escape in a JSON or repr dump).
-_URL_CHARS = r"""[^\s<>"'`\[\]|\\\x00-\x1f\x7f]"""
-_URL = re.compile(
-    rf"https?://(?:\[[0-9a-f:.]+\]{_URL_CHARS}*|{_URL_CHARS}+)"  # an IP literal, or a name
-    rf"|(?<![\w.@/-])www\.{_URL_CHARS}+",
-    re.IGNORECASE,
-)
-_HOSTED = re.compile(r"(?:https?://|www\.)[^/?#.:]", re.IGNORECASE)
-_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&lt;": "<", "&gt;": ">"}
-_TRAILING = ".,;:!?*_~"  # sentence punctuation and markdown emphasis after a URL
-_CLOSERS = {")": "(", "}": "{"}
 TRACKING_PARAMS = frozenset(
     {"fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "igshid", "mc_cid"}
     | {"mc_eid", "_ga", "_gl", "mkt_tok", "oly_anon_id", "oly_enc_id", "vero_id", "srsltid"}
 )
 """Query parameters that only track who clicked: dropped (with every ``utm_*``) when URLs
 are compared."""
-_PATH_SAFE = "/!$&'()*+,;=:@-._~"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _SHOWN = 8  # URLs named in the evidence, at most
+
+
+class UnverifiableURL(ValueError):
+    """A link that cannot be any URL a tool returned; its message says why."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One distinct source an artifact cites: ``url`` as found, ``key`` the normalised form
+    it is compared by, or None with the ``reason`` it cannot name a returned source."""
+
+    url: str
+    key: str | None
+    reason: str = ""
+
+
+# -- finding URLs -------------------------------------------------------------------------
+
+# A bare address runs from "http(s):" and its slashes (or "www.") to the first character no
+# URL holds unencoded: white space, quotes, angle brackets, backticks, square brackets (an IP
+# literal aside), a pipe (Markdown tables). It is read twice, stopping at a backslash (an
+# escape in a JSON or repr dump) and running through it (a browser reads "\" as "/").
+_STOP = "\\s<>\"'`\\[\\]|\\x00-\\x1f\\x7f"
+_START = rf"(?:https?:[/\\]+(?:[^{_STOP}/@]*@)?(?:\[[0-9a-f:.]+\])?|(?<![\w.@/-])www\.)"
+_BARE = (
+    re.compile(rf"{_START}[^{_STOP}\\]*", re.IGNORECASE),
+    re.compile(rf"{_START}[^{_STOP}]*", re.IGNORECASE),
+)
+_HOSTED = re.compile(r"(?:https?:[/\\]+|www\.).*[^\W_]", re.IGNORECASE | re.DOTALL)
+_TRAILING = ".,;:!?*_~\\"  # sentence punctuation and emphasis after a URL
+_CLOSERS = {")": "(", "}": "{"}
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_NUMERIC = r"#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}"
+_ENTITY = re.compile(rf"&(?:({_NUMERIC});?|([A-Za-z][A-Za-z0-9]{{0,31}});)")
+_ATTR_ENTITY = re.compile(rf"&(?:({_NUMERIC});?|([A-Za-z][A-Za-z0-9]{{0,31}})(;|(?![=A-Za-z0-9])))")
+_ATTRIBUTE = re.compile(r"""([^\s"'<>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
+_URL_ATTRIBUTES = frozenset(
+    {"href", "src", "cite", "action", "formaction", "data", "poster", "background"}
+    | {"longdesc", "usemap", "codebase", "manifest", "icon", "profile", "classid", "lowsrc"}
+    | {"dynsrc", "xlink:href", "itemid", "ping", "archive", "srcset", "imagesrcset"}
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_NOT_A_DOCUMENT = frozenset({"mailto", "tel"})
+_HOSTLIKE = re.compile(r"www\.[^/?#\s]|(?:[^\W_][\w-]*\.)+[^\W\d_]{2,}(?::\d+)?[/?#]")
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
 
 
 def _trim(candidate: str) -> str:
@@ -74,49 +135,238 @@ def _trim(candidate: str) -> str:
     return candidate
 
 
-def extract_urls(text: str) -> list[str]:
-    """The URLs in ``text`` as written, in order, repeats included (see the module doc)."""
+def _entity(numeric: str) -> str:
+    """The character ``#58`` or ``#x3A`` names (U+FFFD for none, as HTML5 decodes it)."""
+    code = int(numeric[2:], 16) if numeric[1] in "xX" else int(numeric[1:])
+    return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
+
+
+def _decode(text: str, attribute: bool = False) -> str:
+    """``text`` with character references decoded until none is left (double encoding
+    included). Numeric ones with or without ``;`` (as a browser decodes ``https&#58//``);
+    named ones with ``;``, or in an attribute one HTML5 decodes bare (``&amp``, never the
+    ``&reg`` of ``?a=1&region=eu``)."""
+    pattern = _ATTR_ENTITY if attribute else _ENTITY
+
+    def replace(match: re.Match[str]) -> str:
+        numeric, name = match.group(1), match.group(2)
+        if numeric:
+            return _entity(numeric)
+        bare = attribute and match.group(3) != ";"
+        return html.entities.html5.get(name if bare else name + ";", match.group(0))
+
+    for _ in range(4):  # "&amp;amp;#58;" is three rounds; more is no text a reader reads
+        decoded = pattern.sub(replace, text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _views(text: str) -> list[str]:
+    """The ways a reader (or a browser) may read ``text``: entities decoded, then also
+    Markdown escapes removed, invisible format characters (zero-width, soft hyphen) removed
+    and compatibility forms folded (``ｈｔｔｐｓ：／／``)."""
     text = text.replace("\\/", "/")  # JSON may escape slashes: https:\/\/a.com\/x
-    for entity, char in _ENTITIES.items():  # HTML-escaped quotes and brackets end a URL too
-        text = text.replace(entity, char)
+    decoded = _decode(text)
+    unescaped = _decode(_MD_ESCAPE.sub(r"\1", text))
+    visible = "".join(c for c in unescaped if unicodedata.category(c) != "Cf")
+    return list(dict.fromkeys([decoded, unescaped, unicodedata.normalize("NFKC", visible)]))
+
+
+def _bare(text: str) -> list[str]:
+    """Every ``http(s):`` and ``www.`` address in ``text`` in each of its readings."""
     found = []
-    for match in _URL.finditer(text):
-        url = _trim(match.group(0))
-        if _HOSTED.match(url):  # not a bare "https://" or "www."
-            found.append(url)
+    for view in _views(text):
+        for pattern in _BARE:
+            for match in pattern.finditer(view):
+                url = _trim(match.group(0))
+                if _HOSTED.match(url):  # not a bare "https://" or "www."
+                    found.append(url)
     return found
 
 
-def normalise_url(url: str) -> str:
-    """The key two URLs share when they name the same source (see the module doc):
-    ``HTTPS://WWW.A.com:443/x/?utm_source=t&b=2&a=1#part`` becomes ``a.com/x?a=1&b=2``."""
-    url = url.strip().replace("&amp;", "&")
-    if not re.match(r"https?://", url, re.IGNORECASE):
-        url = "http://" + url  # a "www." address
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # an unreadable port or IP literal: compared as written
-        return url.split("#", 1)[0].lower()
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").rstrip(".")
-    try:
-        host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        pass  # not a valid IDN: the lowercased text is the key
-    host = host.removeprefix("www.")
-    if ":" in host:
-        host = f"[{host}]"  # an IPv6 literal keeps its brackets: [::1]:8080 is not ::1:8080
-    netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
-    path = _remove_dot_segments(quote(unquote(parts.path), safe=_PATH_SAFE)).rstrip("/")
-    query = urlencode(
-        sorted(
-            (key, value)
-            for key, value in parse_qsl(parts.query, keep_blank_values=True)
-            if not _tracking(key)
-        )
-    )
-    return netloc + path + (f"?{query}" if query else "")
+def _whatwg_trim(url: str) -> str:
+    """``url`` as the WHATWG parser first cleans it: no leading or trailing control
+    characters or spaces, no tab or newline anywhere."""
+    return re.sub(r"[\t\n\r]", "", url.strip(_C0_OR_SPACE))
+
+
+def _scheme(link: str) -> str | None:
+    """The scheme of ``link`` in lower case, None without one (``www.a.com:8080/x`` is a
+    host and a port, not the scheme ``www.a.com``)."""
+    match = _SCHEME.match(link)
+    if match is None or (_HOSTLIKE.match(link) and link[match.end() : match.end() + 1].isdigit()):
+        return None
+    return match.group(0)[:-1].lower()
+
+
+def _protocol_relative(link: str) -> bool:
+    return link[:2].replace("\\", "/") == "//"
+
+
+def _destination(value: str, base: str | None) -> list[str]:
+    """What a link to ``value`` cites: the link itself when it is one to check, with the
+    addresses written inside it (``mailto:x?body=https://...``)."""
+    link = _whatwg_trim(value)
+    found = _bare(link)
+    if not link:
+        return found
+    scheme = _scheme(link)
+    if scheme is not None:
+        if scheme not in _NOT_A_DOCUMENT:
+            found.insert(0, link)
+    elif _protocol_relative(link) or _HOSTLIKE.match(link):
+        found.insert(0, link)  # protocol-relative (it fails), or an address without a scheme
+    elif base is not None:
+        try:
+            found.insert(0, join_url(base, link))
+        except ValueError:
+            found.insert(0, link)
+    elif "//" in link.replace("\\", "/"):
+        found.insert(0, link)  # "https&#58;//x" decoded once is relative, and hides a host
+    return found
+
+
+class _TagLinks(HTMLParser):
+    """The URL attributes of every tag, decoded as HTML5 decodes an attribute value (the
+    standard parser's own decoding also reads ``&reg`` in ``?a=1&region=eu``)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.values: list[tuple[str, str]] = []  # (attribute, decoded value)
+        self.bases: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        raw = self.get_starttag_text() or ""
+        body = raw[1 + len(tag) :].rstrip(">").rstrip("/")
+        for match in _ATTRIBUTE.finditer(body):
+            name, quoted = match.group(1).lower(), match.group(2)
+            if quoted is None:
+                continue
+            if quoted[:1] in "\"'" and quoted[-1:] == quoted[:1] and len(quoted) > 1:
+                quoted = quoted[1:-1]
+            value = _decode(quoted, attribute=True)
+            self.values.append((name, value))
+            if tag == "base" and name == "href":
+                self.bases.append(value)
+
+    handle_startendtag = handle_starttag
+
+
+def _attribute_links(name: str, value: str) -> list[str]:
+    if name in ("srcset", "imagesrcset"):
+        return [part.split()[0] for part in value.split(",") if part.split()]
+    if name in ("ping", "archive"):
+        return value.split()
+    if name == "content":  # <meta http-equiv="refresh" content="0; url=https://...">
+        refresh = re.search(r"url\s*=\s*['\"]?([^'\"]+)", value, re.IGNORECASE)
+        return [refresh.group(1)] if refresh else []
+    return [value] if name in _URL_ATTRIBUTES else []
+
+
+class _Destinations(MarkdownIt):
+    """CommonMark that keeps every destination as written (decoded, never re-encoded) and
+    refuses none: a ``javascript:`` link is a link to check, not text."""
+
+    def validateLink(self, url: str) -> bool:  # noqa: N802 (markdown-it's name)
+        return True
+
+    def normalizeLink(self, url: str) -> str:  # noqa: N802
+        return url
+
+
+_MARKDOWN = _Destinations("commonmark").enable(["table", "strikethrough"])
+
+
+def _markdown_links(text: str) -> list[str]:
+    """The destinations of every link, image, autolink and reference definition."""
+    env: dict[str, Any] = {}
+    found: list[str] = []
+
+    def walk(tokens: Sequence[Token]) -> None:
+        for token in tokens:
+            for name in ("href", "src"):
+                value = token.attrGet(name)
+                if isinstance(value, str):
+                    found.append(value)
+            walk(token.children or [])
+
+    walk(_MARKDOWN.parse(text, env))
+    found.extend(ref["href"] for ref in env.get("references", {}).values())
+    return found
+
+
+def extract_urls(text: str) -> list[str]:
+    """Every URL ``text`` cites, distinct, in the order found (see the module doc): link
+    destinations as decoded, then addresses in the text; relative links are left out."""
+    tags = _TagLinks()
+    tags.feed(text)
+    tags.close()
+    base = next((b for b in tags.bases if re.match(r"https?:", _whatwg_trim(b), re.I)), None)
+    found: list[str] = []
+    for destination in _markdown_links(text):
+        found.extend(_destination(destination, base))
+    for name, value in tags.values:
+        for link in _attribute_links(name, value):
+            found.extend(_destination(link, base))
+        found.extend(_bare(value))
+    found.extend(_bare(text))
+    return list(dict.fromkeys(found))
+
+
+# -- comparing URLs -----------------------------------------------------------------------
+
+_KEEP = set(rfc3986_chars.UNRESERVED_CHARS) | set(rfc3986_chars.RESERVED_CHARS)
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _canonical(component: str) -> str:
+    """``component`` by RFC 3986 section 6.2.2: every character outside the URI syntax
+    escaped (UTF-8), a ``%`` that starts no escape as ``%25``, unreserved escapes decoded,
+    hex in upper case; reserved escapes (``%2F``, ``%3F``, ``%26``) stay escaped."""
+    out = []
+    for index, char in enumerate(component):
+        if char == "%" and _ESCAPE.match(component, index):
+            out.append(char)
+        elif char in _KEEP:
+            out.append(char)
+        else:
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")))
+
+    def unreserved(match: re.Match[str]) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in rfc3986_chars.UNRESERVED_CHARS else match.group(0)
+
+    return rfc3986_norm.normalize_percent_characters(_ESCAPE.sub(unreserved, "".join(out)))
+
+
+def _host(url: URL) -> str:
+    """The host a browser asks (WHATWG: UTS 46 non-transitional), accepted only when its
+    every Unicode label is valid IDNA 2008: where the two standards part (emoji, symbols),
+    which host a reader reaches is not certain."""
+    host = url.hostname.removesuffix(".")
+    if not host:
+        raise UnverifiableURL("names no host")
+    if host.startswith("[") or re.fullmatch(r"[0-9.]+", host):
+        return host  # an IP address, already canonical (WHATWG reads 0x7f.1 as 127.0.0.1)
+    if any(label.startswith("xn--") for label in host.split(".")):
+        try:
+            if idna.encode(idna.decode(host), uts46=True, transitional=False).decode("ascii") != host:
+                raise idna.IDNAError("not its own encoding")
+        except (idna.IDNAError, UnicodeError) as error:
+            msg = f"host {host} is not a valid IDNA 2008 name ({error})"
+            raise UnverifiableURL(msg) from None
+    return host
+
+
+def _query(search: str) -> str:
+    pairs = []
+    for pair in search.removeprefix("?").split("&"):
+        name = _canonical(pair.split("=", 1)[0])
+        if pair and not _tracking(_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), name)):
+            pairs.append(_canonical(pair))
+    return "&".join(sorted(pairs))
 
 
 def _tracking(key: str) -> bool:
@@ -124,38 +374,77 @@ def _tracking(key: str) -> bool:
     return key.startswith("utm_") or key in TRACKING_PARAMS
 
 
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4: the path a browser fetches for ``/a/./b/../c`` is ``/a/c``."""
-    out: list[str] = []
-    segments = path.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == ".":
-            if last:
-                out.append("")
-        elif segment == "..":
-            if len(out) > 1:
-                out.pop()
-            if last:
-                out.append("")
+def normalise_url(url: str) -> str:
+    """The key two URLs share when they name the same source (see the module doc):
+    ``HTTPS://A.com:443/x/./y/?b=2&utm_source=t&a=1#part`` becomes
+    ``https://a.com/x/y?a=1&b=2``; an address without a scheme keys as ``//host/path``.
+
+    Raises:
+        UnverifiableURL: ``url`` cannot be any URL a tool returned (protocol-relative, not
+            http(s), unparsable, relative, a host outside IDNA 2008).
+    """
+    link = _whatwg_trim(url)
+    scheme = _scheme(link)
+    if _protocol_relative(link):
+        raise UnverifiableURL("protocol-relative: resolved against nothing")
+    if scheme is not None and scheme not in ("http", "https"):
+        raise UnverifiableURL(f"a {scheme}: link, not a web source a tool returns")
+    if scheme is None and not _HOSTLIKE.match(link):
+        if "//" in link.replace("\\", "/"):
+            raise UnverifiableURL("a relative link hiding an address: resolved against nothing")
+        raise UnverifiableURL("a relative link: it names no source")
+    try:
+        parsed = URL(link if scheme else "http://" + link)
+    except ValueError:
+        raise UnverifiableURL("not a URL a browser could open") from None
+    host = _host(parsed)
+    user = parsed.username + (f":{parsed.password}" if parsed.password else "")
+    authority = (f"{user}@" if user else "") + host + (f":{parsed.port}" if parsed.port else "")
+    path = rfc3986_norm.remove_dot_segments(_canonical(parsed.pathname)) or "/"
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    query = _query(parsed.search)
+    prefix = parsed.protocol if scheme else ""
+    return f"{prefix}//{authority}{path}" + (f"?{query}" if query else "")
+
+
+def citations(text: str) -> list[Citation]:
+    """The distinct sources ``text`` cites, each with its key (or why it has none)."""
+    found: dict[str, Citation] = {}
+    for url in extract_urls(text):
+        try:
+            key = normalise_url(url)
+        except UnverifiableURL as error:
+            found.setdefault(f"\0{url}", Citation(url, None, str(error)))
         else:
-            out.append(segment)
-    return "/".join(out)
+            found.setdefault(key, Citation(url, key))
+    return list(found.values())
 
 
 def cited_urls(text: str) -> dict[str, str]:
-    """The distinct sources ``text`` cites: normalised key -> the URL as first written."""
-    cited: dict[str, str] = {}
-    for url in extract_urls(text):
-        cited.setdefault(normalise_url(url), url)
-    return cited
+    """The distinct verifiable sources ``text`` cites: normalised key -> the URL as found."""
+    return {c.key: c.url for c in citations(text) if c.key is not None}
 
 
 def _returned(outputs: Iterable[str]) -> dict[str, str]:
     returned: dict[str, str] = {}
     for output in outputs:
-        returned.update((k, v) for k, v in cited_urls(output).items() if k not in returned)
+        for key, url in cited_urls(output).items():
+            returned.setdefault(key, url)
     return returned
+
+
+def _grounded(key: str, returned: Mapping[str, str]) -> bool:
+    """Whether ``key`` is among the returned keys; an address without a scheme on either
+    side matches the same address under either scheme."""
+    if key in returned:
+        return True
+    if key.startswith("//"):
+        return f"http:{key}" in returned or f"https:{key}" in returned
+    return "//" + key.split("//", 1)[1] in returned
+
+
+# -- the check ----------------------------------------------------------------------------
 
 
 def _validate_citations(spec: dict[str, Any]) -> list[str]:
@@ -166,15 +455,19 @@ def _validate_citations(spec: dict[str, Any]) -> list[str]:
 
 
 def _named(urls: Sequence[str]) -> str:
-    shown = ", ".join(clip(u, 120) for u in urls[:_SHOWN])
+    shown = ", ".join(clip(u, 160) for u in urls[:_SHOWN])
     return shown + (f" (and {len(urls) - _SHOWN} more)" if len(urls) > _SHOWN else "")
 
 
 def _check_citations(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
     minimum = int(spec.get("min", 1))
-    cited = cited_urls(files[path])
+    cited = citations(files[path])
     returned = _returned(current_tool_outputs())
-    invented = [url for key, url in cited.items() if key not in returned]
+    invented = [
+        c.url if c.key is not None else f"{c.url} ({c.reason})"
+        for c in cited
+        if c.key is None or not _grounded(c.key, returned)
+    ]
     grounded = len(cited) - len(invented)
     if not returned:
         sources = "the step's tools returned no URL"
@@ -192,12 +485,12 @@ def _check_citations(spec: dict[str, Any], files: Mapping[str, str], path: str) 
     if len(cited) < minimum:
         evidence = (
             f"{path} cites {len(cited)} distinct source URL(s), fewer than the {minimum} "
-            f"required: {_named(list(cited.values()))}"
+            f"required: {_named([c.url for c in cited])}"
         )
         return make_report("citations", False, len(cited) / minimum, evidence)
     evidence = (
         f"all {len(cited)} distinct source URL(s) cited in {path} appeared in the step's "
-        f"tool results: {_named(list(cited.values()))}"
+        f"tool results: {_named([c.url for c in cited])}"
     )
     return make_report("citations", True, 1.0, evidence)
 
