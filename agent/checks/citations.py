@@ -269,10 +269,10 @@ class _Destinations(MarkdownIt):
     """CommonMark that keeps every destination as written (decoded, never re-encoded) and
     refuses none: a ``javascript:`` link is a link to check, not text."""
 
-    def validateLink(self, url: str) -> bool:  # noqa: N802 (markdown-it's name)
+    def validateLink(self, url: str) -> bool:
         return True
 
-    def normalizeLink(self, url: str) -> str:  # noqa: N802
+    def normalizeLink(self, url: str) -> str:
         return url
 
 
@@ -352,7 +352,10 @@ def _host(url: URL) -> str:
         return host  # an IP address, already canonical (WHATWG reads 0x7f.1 as 127.0.0.1)
     if any(label.startswith("xn--") for label in host.split(".")):
         try:
-            if idna.encode(idna.decode(host), uts46=True, transitional=False).decode("ascii") != host:
+            if (
+                idna.encode(idna.decode(host), uts46=True, transitional=False).decode("ascii")
+                != host
+            ):
                 raise idna.IDNAError("not its own encoding")
         except (idna.IDNAError, UnicodeError) as error:
             msg = f"host {host} is not a valid IDNA 2008 name ({error})"
