@@ -43,7 +43,6 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import Any
 
 import idna
@@ -108,6 +107,7 @@ _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _NUMERIC = r"#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}"
 _ENTITY = re.compile(rf"&(?:({_NUMERIC});?|([A-Za-z][A-Za-z0-9]{{0,31}});)")
 _ATTR_ENTITY = re.compile(rf"&(?:({_NUMERIC});?|([A-Za-z][A-Za-z0-9]{{0,31}})(;|(?![=A-Za-z0-9])))")
+_TAG = re.compile(r"""<([A-Za-z][^\s/>\x00]*)((?:[^>"']|"[^"]*"|'[^']*')*)>?""")
 _ATTRIBUTE = re.compile(r"""([^\s"'<>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?""")
 _URL_ATTRIBUTES = frozenset(
     {"href", "src", "cite", "action", "formaction", "data", "poster", "background"}
@@ -116,7 +116,9 @@ _URL_ATTRIBUTES = frozenset(
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _NOT_A_DOCUMENT = frozenset({"mailto", "tel"})
-_HOSTLIKE = re.compile(r"www\.[^/?#\s]|(?:[^\W_][\w-]*\.)+[^\W\d_]{2,}(?::\d+)?[/?#]")
+_HOSTLIKE = re.compile(
+    r"www\.[^/?#\s]|(?:[^\W_][\w-]*\.)+[^\W\d_]{2,}(?::\d+)?[/?#]", re.IGNORECASE
+)
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))
 
 
@@ -228,30 +230,22 @@ def _destination(value: str, base: str | None) -> list[str]:
     return found
 
 
-class _TagLinks(HTMLParser):
-    """The URL attributes of every tag, decoded as HTML5 decodes an attribute value (the
-    standard parser's own decoding also reads ``&reg`` in ``?a=1&region=eu``)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.values: list[tuple[str, str]] = []  # (attribute, decoded value)
-        self.bases: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        raw = self.get_starttag_text() or ""
-        body = raw[1 + len(tag) :].rstrip(">").rstrip("/")
-        for match in _ATTRIBUTE.finditer(body):
-            name, quoted = match.group(1).lower(), match.group(2)
-            if quoted is None:
+def _tag_attributes(text: str) -> list[tuple[str, str, str]]:
+    """``(tag, attribute, value)`` of every start tag in ``text``, values decoded as HTML5
+    decodes an attribute. Read by a quoted-value-aware pattern rather than ``html.parser``:
+    that parser decodes the ``&reg`` of ``?a=1&region=eu`` (a browser does not), skips tags
+    inside comments, ``<script>`` and CDATA (a reader of the source still sees them), and
+    stops at a malformed declaration; a tag anywhere here is read."""
+    found = []
+    for tag in _TAG.finditer(text):
+        for attribute in _ATTRIBUTE.finditer(tag.group(2)):
+            name, value = attribute.group(1).lower(), attribute.group(2)
+            if value is None:
                 continue
-            if quoted[:1] in "\"'" and quoted[-1:] == quoted[:1] and len(quoted) > 1:
-                quoted = quoted[1:-1]
-            value = _decode(quoted, attribute=True)
-            self.values.append((name, value))
-            if tag == "base" and name == "href":
-                self.bases.append(value)
-
-    handle_startendtag = handle_starttag
+            if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
+                value = value[1:-1]
+            found.append((tag.group(1).lower(), name, _decode(value, attribute=True)))
+    return found
 
 
 def _attribute_links(name: str, value: str) -> list[str]:
@@ -279,8 +273,9 @@ class _Destinations(MarkdownIt):
 _MARKDOWN = _Destinations("commonmark").enable(["table", "strikethrough"])
 
 
-def _markdown_links(text: str) -> list[str]:
-    """The destinations of every link, image, autolink and reference definition."""
+def _markdown_links(text: str, depth: int = 0) -> list[str]:
+    """The destinations of every link, image, autolink and reference definition, and of
+    those written inside code (``[a](//host)`` shown as code is still a link to a reader)."""
     env: dict[str, Any] = {}
     found: list[str] = []
 
@@ -290,6 +285,8 @@ def _markdown_links(text: str) -> list[str]:
                 value = token.attrGet(name)
                 if isinstance(value, str):
                     found.append(value)
+            if token.type in ("code_inline", "code_block", "fence") and depth < 2:
+                found.extend(_markdown_links(token.content, depth + 1))
             walk(token.children or [])
 
     walk(_MARKDOWN.parse(text, env))
@@ -300,14 +297,13 @@ def _markdown_links(text: str) -> list[str]:
 def extract_urls(text: str) -> list[str]:
     """Every URL ``text`` cites, distinct, in the order found (see the module doc): link
     destinations as decoded, then addresses in the text; relative links are left out."""
-    tags = _TagLinks()
-    tags.feed(text)
-    tags.close()
-    base = next((b for b in tags.bases if re.match(r"https?:", _whatwg_trim(b), re.I)), None)
+    tags = _tag_attributes(text)
+    bases = (v for t, n, v in tags if t == "base" and n == "href")
+    base = next((b for b in bases if re.match(r"https?:", _whatwg_trim(b), re.I)), None)
     found: list[str] = []
     for destination in _markdown_links(text):
         found.extend(_destination(destination, base))
-    for name, value in tags.values:
+    for _, name, value in tags:
         for link in _attribute_links(name, value):
             found.extend(_destination(link, base))
         found.extend(_bare(value))
