@@ -31,7 +31,7 @@ outside RFC 3986 escaped, dot segments removed; ``%2F`` stays distinct from ``/`
 everything that changes which server is asked — the scheme (``http`` is not ``https``), the
 user info, the host exactly (``www.a.com`` is not ``a.com``), a non-default port — and the
 path exactly, case-sensitively, and every query parameter other than tracking ones. Ignored:
-the fragment, a default port, one trailing dot of the host, one trailing slash of the path,
+the fragment, a default port, one trailing dot of the host, trailing slashes of the path,
 an empty query, the order of query parameters, tracking parameters (``utm_*``, ``fbclid``,
 ``gclid``, ...). An address without a scheme (``www.a.com/x``) matches either scheme.
 """
@@ -399,9 +399,7 @@ def normalise_url(url: str) -> str:
     host = _host(parsed)
     user = parsed.username + (f":{parsed.password}" if parsed.password else "")
     authority = (f"{user}@" if user else "") + host + (f":{parsed.port}" if parsed.port else "")
-    path = rfc3986_norm.remove_dot_segments(_canonical(parsed.pathname)) or "/"
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
+    path = rfc3986_norm.remove_dot_segments(_canonical(parsed.pathname)).rstrip("/") or "/"
     query = _query(parsed.search)
     prefix = parsed.protocol if scheme else ""
     return f"{prefix}//{authority}{path}" + (f"?{query}" if query else "")

@@ -4,6 +4,8 @@ source, verdicts; written as an adversary varies a hidden or look-alike source."
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.checks import run_check, validate_check_spec
 from agent.checks.citations import (
@@ -121,7 +123,12 @@ HIDDEN = [
     "see [a][Ref]\n\n[ref]: https&colon;//evil.example",
     # protocol-relative and backslashed links: resolved against nothing
     "[a](//evil.example/x)",
-    "[a](\\\\\\\\evil.example/x)",  # Markdown's "\\\\" is one backslash
+    "[a](\\\\\\\\evil.example/x)",
+    "[a](<//evil.example/x>)",
+    "[a](&#47;&#47;evil.example/x)",
+    "<a/href=//evil.example/x>a</a>",
+    '<a title=">" href="//evil.\nexample/x">a</a>',
+    '<a href="&sol;&sol;evil.example">a</a>',  # Markdown's "\\\\" is one backslash
     "[a](/\\evil.example/x)",
     "[a]: //evil.example/x",
     "![i](//evil.example/i.png)",
@@ -165,6 +172,8 @@ HIDDEN = [
     "https://a.com@evil.example/x",  # user info: the host is evil.example
     "[a](https://a.com:x@evil.example/x)",
     "https://%65vil.example/x",
+    "https://evil.example\\@a.com/x",  # "\\" is "/": the host is evil.example
+    "[a](https://evil.example%5C@a.com/x)",
     "https://a.com/x\\..\\..\\evil.example",
     "[a](https://a.com/x/../../evil.example)",
     "[a](https://a.com/x/%2e%2e/evil.example)",
@@ -298,6 +307,9 @@ def test_spellings_of_one_source_are_the_same_source(variant):
         # reserved characters escaped are not the characters themselves (RFC 3986 2.2)
         ("https://a.com/x/y", "https://a.com/x%2Fy"),
         ("https://a.com/x/y", "https://a.com/x%2fy"),
+        ("https://a.com/x%2Fy", "https://a.com/x%252Fy"),
+        ("https://a.com/x/y", "https://a.com/x%5Cy"),
+        ("https://fass.de/x", "https://fa%C3%9F.de/x"),
         ("https://a.com/x?y", "https://a.com/x%3Fy"),
         ("https://a.com/x", "https://a.com/x%23y"),
         ("https://a.com/s?a=1&b=2", "https://a.com/s?a=1%26b=2"),
@@ -325,6 +337,29 @@ def test_query_order_and_percent_escapes_do_not_matter_but_values_do():
     assert normalise_url("https://faß.de/x") == normalise_url("https://xn--fa-hia.de/x")
     assert normalise_url("https://a.com/s?a=1") != normalise_url("https://a.com/s?a=2")
     assert normalise_url("https://a.com/s?A=1") != normalise_url("https://a.com/s?a=1")
+
+
+URL_PART = st.lists(
+    st.sampled_from(
+        list("aZ09./?#&=@:;+~-_ \\|'\"éß\u200b．[]()!*,$")
+        + ["%2F", "%2e", "%25", "%7E", "%C3%A9", "..", "xn--", "%zz", "&amp;"]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["https://", "http://", "HTTPS:/", "https:\\\\", "www."]),
+    st.sampled_from(["a.com", "faß.de", "bücher.de", "[::1]", "x.y:8080", "u@a.com"]),
+    URL_PART,
+)
+def test_a_key_is_its_own_key(scheme, host, rest):
+    try:
+        key = normalise_url(f"{scheme}{host}/{rest}")
+    except UnverifiableURL:
+        return
+    assert normalise_url(key.removeprefix("//")) == key
 
 
 def test_keys_name_scheme_host_path_and_sorted_query():
