@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import html.entities
 import re
+import string
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -313,7 +314,9 @@ def extract_urls(text: str) -> list[str]:
 
 # -- comparing URLs -----------------------------------------------------------------------
 
-_KEEP = set(rfc3986_chars.UNRESERVED_CHARS) | set(rfc3986_chars.RESERVED_CHARS)
+# RFC 3986 section 2.3 (rfc3986's own set also counts "!", a sub-delimiter, as unreserved)
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_KEEP = _UNRESERVED | set(rfc3986_chars.RESERVED_CHARS)
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
@@ -332,7 +335,7 @@ def _canonical(component: str) -> str:
 
     def unreserved(match: re.Match[str]) -> str:
         char = chr(int(match.group(1), 16))
-        return char if char in rfc3986_chars.UNRESERVED_CHARS else match.group(0)
+        return char if char in _UNRESERVED else match.group(0)
 
     return rfc3986_norm.normalize_percent_characters(_ESCAPE.sub(unreserved, "".join(out)))
 
@@ -397,7 +400,7 @@ def normalise_url(url: str) -> str:
     except ValueError:
         raise UnverifiableURL("not a URL a browser could open") from None
     host = _host(parsed)
-    user = parsed.username + (f":{parsed.password}" if parsed.password else "")
+    user = _canonical(parsed.username + (f":{parsed.password}" if parsed.password else ""))
     authority = (f"{user}@" if user else "") + host + (f":{parsed.port}" if parsed.port else "")
     path = rfc3986_norm.remove_dot_segments(_canonical(parsed.pathname)).rstrip("/") or "/"
     query = _query(parsed.search)

@@ -309,6 +309,8 @@ def test_spellings_of_one_source_are_the_same_source(variant):
         ("https://a.com/x/y", "https://a.com/x%2fy"),
         ("https://a.com/x%2Fy", "https://a.com/x%252Fy"),
         ("https://a.com/x/y", "https://a.com/x%5Cy"),
+        ("https://a.com/a!b", "https://a.com/a%21b"),
+        ("https://a.com/a$b", "https://a.com/a%24b"),
         ("https://fass.de/x", "https://fa%C3%9F.de/x"),
         ("https://a.com/x?y", "https://a.com/x%3Fy"),
         ("https://a.com/x", "https://a.com/x%23y"),
