@@ -101,6 +101,16 @@ _BARE = (
     re.compile(rf"{_START}[^{_STOP}\\]*", re.IGNORECASE),
     re.compile(rf"{_START}[^{_STOP}]*", re.IGNORECASE),
 )
+# A host and a path written without a scheme (``nature.com/articles/x``): a reader takes it
+# for a source, so it is one; a last label that is a file extension is a file (main.py/x).
+_FUZZY = re.compile(
+    rf"(?<![\w.@/:%&=?#~+-])(?:[^\W_][\w-]*\.)+([^\W\d_]{{2,}})(?::\d+)?/[^{_STOP}\\]*"
+)
+_FILE_EXTENSIONS = frozenset(
+    {"js", "ts", "py", "md", "rs", "go", "sh", "rb", "pl", "txt", "csv", "json", "yaml", "yml"}
+    | {"toml", "html", "htm", "css", "pdf", "png", "jpg", "jpeg", "gif", "svg", "xml", "ini"}
+    | {"cfg", "log", "zip", "gz", "tar", "exe", "dll", "so", "java", "kt", "cpp", "hpp", "cs"}
+)
 _HOSTED = re.compile(r"(?:https?:[/\\]+|www\.).*[^\W_]", re.IGNORECASE | re.DOTALL)
 _TRAILING = ".,;:!?*_~\\"  # sentence punctuation and emphasis after a URL
 _CLOSERS = {")": "(", "}": "{"}
@@ -178,7 +188,8 @@ def _views(text: str) -> list[str]:
 
 
 def _bare(text: str) -> list[str]:
-    """Every ``http(s):`` and ``www.`` address in ``text`` in each of its readings."""
+    """Every ``http(s):``, ``www.`` and ``host/path`` address in ``text`` in each of its
+    readings."""
     found = []
     for view in _views(text):
         for pattern in _BARE:
@@ -186,6 +197,9 @@ def _bare(text: str) -> list[str]:
                 url = _trim(match.group(0))
                 if _HOSTED.match(url):  # not a bare "https://" or "www."
                     found.append(url)
+        for match in _FUZZY.finditer(view):
+            if match.group(1).lower() not in _FILE_EXTENSIONS:
+                found.append(_trim(match.group(0)))
     return found
 
 

@@ -87,6 +87,7 @@ def test_urls_are_found_wherever_markdown_or_dumps_put_them(text, urls):
         "awww.a.com is not an address; neither is /www.a.com",
         "[methods](#methods), [data](data/table.csv), [up](../README.md), [q](?page=2)",
         "write to <jane@uni.example> or [call](tel:+15551234) or [mail](mailto:j@uni.example)",
+        "Node.js/Deno, main.py/run, U.S./Canada, 1.5/2, e.g./i.e., src/v1.2/notes",
     ],
 )
 def test_relative_links_mail_and_prose_cite_nothing(text):
@@ -194,6 +195,8 @@ HIDDEN = [
     "[a](evil.example/paper)",
     "[a](www.evil.example)",
     "www.evil.example/x",
+    "Source: evil.example/papers/2024.",
+    "(evil.example/x)",
 ]
 
 
@@ -378,6 +381,7 @@ def test_an_address_without_a_scheme_matches_either_scheme_and_nothing_else():
     assert cite("see www.a.com/x", "http://www.a.com/x/")["passed"]
     assert cite("see https://www.a.com/x", "result: www.a.com/x")["passed"]
     assert cite("see [a](a.com/x)", "https://a.com/x")["passed"]
+    assert cite("source: a.com/x.", "https://a.com/x")["passed"]
     assert not cite("see www.a.com/x", "https://a.com/x")["passed"]
 
 
