@@ -111,7 +111,7 @@ _FILE_EXTENSIONS = frozenset(
     | {"toml", "html", "htm", "css", "pdf", "png", "jpg", "jpeg", "gif", "svg", "xml", "ini"}
     | {"cfg", "log", "zip", "gz", "tar", "exe", "dll", "so", "java", "kt", "cpp", "hpp", "cs"}
 )
-_HOSTED = re.compile(r"(?:https?:[/\\]+|www\.).*[^\W_]", re.IGNORECASE | re.DOTALL)
+_PREFIX = re.compile(r"(?:https?:[/\\]*|www\.)", re.IGNORECASE)
 _TRAILING = ".,;:!?*_~\\"  # sentence punctuation and emphasis after a URL
 _CLOSERS = {")": "(", "}": "{"}
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -137,15 +137,17 @@ def _trim(candidate: str) -> str:
     """``candidate`` without what follows a URL in prose: trailing punctuation and emphasis,
     and closing brackets the URL did not open (``(see https://a.com/x)``, ``[t](url)``);
     balanced ones stay (``https://en.wikipedia.org/wiki/Mercury_(planet)``)."""
-    while candidate:
-        last = candidate[-1]
-        if last in _TRAILING:
-            candidate = candidate[:-1]
-        elif last in _CLOSERS and candidate.count(last) > candidate.count(_CLOSERS[last]):
-            candidate = candidate[:-1]
-        else:
+    closed = {closer: candidate.count(closer) for closer in _CLOSERS}
+    opened = {closer: candidate.count(opener) for closer, opener in _CLOSERS.items()}
+    end = len(candidate)
+    while end:
+        last = candidate[end - 1]
+        if last in _CLOSERS and closed[last] > opened[last]:
+            closed[last] -= 1
+        elif last not in _TRAILING:
             break
-    return candidate
+        end -= 1
+    return candidate[:end]
 
 
 def _entity(numeric: str) -> str:
@@ -187,6 +189,12 @@ def _views(text: str) -> list[str]:
     return list(dict.fromkeys([decoded, unescaped, unicodedata.normalize("NFKC", visible)]))
 
 
+def _hosted(url: str) -> bool:
+    """Whether ``url`` names something past its scheme: not a bare "https://" or "www."."""
+    prefix = _PREFIX.match(url)
+    return prefix is not None and any(c.isalnum() for c in url[prefix.end() :])
+
+
 def _bare(text: str) -> list[str]:
     """Every ``http(s):``, ``www.`` and ``host/path`` address in ``text`` in each of its
     readings."""
@@ -195,7 +203,7 @@ def _bare(text: str) -> list[str]:
         for pattern in _BARE:
             for match in pattern.finditer(view):
                 url = _trim(match.group(0))
-                if _HOSTED.match(url):  # not a bare "https://" or "www."
+                if _hosted(url):
                     found.append(url)
         for match in _FUZZY.finditer(view):
             if match.group(1).lower() not in _FILE_EXTENSIONS:

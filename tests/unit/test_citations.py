@@ -3,6 +3,8 @@ source, verdicts; written as an adversary varies a hidden or look-alike source."
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -583,3 +585,23 @@ def test_min_must_be_a_positive_whole_number(spec, ok):
     if not ok:
         assert "'min'" in errors[0]
         assert cite("https://a.com/x", spec=spec)["evidence"].startswith("invalid check spec")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "https:" + "/" * 50_000,
+        "https://a.com/" + ")" * 50_000,
+        "https://" + "a@" * 25_000,
+        "https://[" + ":" * 50_000,
+        "<a " * 20_000,
+        "&#" * 25_000,
+        ("a" * 50 + ".") * 1_000 + "com/x",
+        "[" * 10_000,
+    ],
+)
+def test_hostile_text_is_read_in_linear_time(hostile):
+    started = time.monotonic()
+    citations(hostile)
+
+    assert time.monotonic() - started < 10  # a quadratic reading takes minutes
