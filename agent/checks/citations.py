@@ -7,25 +7,28 @@ passes when it cites at least one URL, at least ``min`` distinct ones, and every
 is among the URLs found in those results. Nothing is fetched: the verdict is a comparison of
 two sets of URLs, so the model cannot talk its way past it.
 
-What counts as a citation (:func:`extract_urls`), read as a reader's browser reads it: the
-destination of every Markdown link, image, autolink and reference definition (markdown-it-py,
-entities decoded, used or not), every URL attribute of every HTML tag (``href``, ``src``,
-``srcset``, ``<base href>``, a refresh's ``url=``, ...: entities decoded as HTML5 decodes an
-attribute), and every ``http(s):`` or ``www.`` address anywhere in the text, code included,
-looked for in the text as written, with entities decoded, with Markdown escapes removed and
-with invisible format characters removed (a check that skipped any of these would be a place
-to hide an invented source). A link the check cannot verify is a citation that fails
-(:class:`UnverifiableURL`): a protocol-relative ``//host`` link (resolved against nothing), a
-``javascript:``, ``data:``, ``file:`` or any other non-web scheme, an unparsable URL, a host
-that is not valid IDNA 2008, a relative link hiding ``//``. Not citations: ``mailto:`` and
-``tel:`` (a person, not a document), and relative links (``#part``, ``notes.md``,
-``../x``): they name the document's own files, unless a ``<base href>`` makes them absolute.
+What counts as a citation (:func:`extract_urls`), read as a renderer and a browser read it:
+the destination of every Markdown link, image, autolink and reference definition
+(markdown-it-py, entities decoded, used or not, in code too), every URL attribute of every HTML tag anywhere
+(``href``, ``src``, ``srcset``, ``action``, ``<base href>``, a refresh's ``url=``, ...: values
+decoded as HTML5 decodes an attribute), and every ``http(s):``, ``www.`` or ``host/path``
+address anywhere in the text, code and comments included, looked for with entities decoded,
+with Markdown escapes removed and with invisible format characters removed and compatibility
+forms folded (a check that skipped any of these would be a place to hide an invented source).
+A link the check cannot verify is a citation that fails (:class:`UnverifiableURL`): a
+protocol-relative ``//host`` link (resolved against nothing), a ``javascript:``, ``data:``,
+``file:``, ``ftp:`` or any other scheme but http(s), an unparsable URL, a host that is not
+valid IDNA 2008, a relative link hiding ``//``. Not citations: ``mailto:`` and ``tel:`` links
+(a person, not a document; URLs written inside them still count), and relative links
+(``#part``, ``notes.md``, ``../x``), which name the document's own files, unless a
+``<base href>`` makes them absolute.
 
 What counts as the same source (:func:`normalise_url`, one function for both sides): the
 URL is parsed by the WHATWG URL standard (ada-url: what a browser fetches, so ``\\`` is ``/``,
 ``https:/host`` and ``https:host`` name ``host``, tabs and newlines vanish, ``%2e%2e`` is
-``..``, ``@`` ends the user info), its host must be IDNA 2008 (``idna``; UTS 46 non-transitional,
-so ``faß.de`` is ``xn--fa-hia.de``, never ``fass.de``), then RFC 3986 normalisation
+``..``, the last ``@`` ends the user info), each internationalised label of its host must be
+valid IDNA 2008 (``idna``; UTS 46 non-transitional, so ``faß.de`` is ``xn--fa-hia.de``, never
+``fass.de``), then RFC 3986 normalisation
 (``rfc3986``): escapes of unreserved characters decoded, hex in upper case, characters
 outside RFC 3986 escaped, dot segments removed; ``%2F`` stays distinct from ``/``. Kept:
 everything that changes which server is asked — the scheme (``http`` is not ``https``), the
