@@ -11,10 +11,11 @@ What counts as a citation (:func:`extract_urls`), read as a renderer and a brows
 the destination of every Markdown link, image, autolink and reference definition
 (markdown-it-py, entities decoded, used or not, in code too), every URL attribute of every
 HTML tag anywhere (``href``, ``src``, ``srcset``, ``action``, ``<base href>``, a refresh's
-``url=``, ...: values decoded as HTML5 decodes an attribute), and every ``http(s):``, ``www.`` or ``host/path``
-address anywhere in the text, code and comments included, looked for with entities decoded,
-with Markdown escapes removed and with invisible format characters removed and compatibility
-forms folded (a check that skipped any of these would be a place to hide an invented source).
+``url=``, ...: values decoded as HTML5 decodes an attribute), and every ``http(s):``,
+``www.`` or ``host/path`` address anywhere in the text, code and comments included, looked
+for with entities decoded, with Markdown escapes removed, and with invisible format
+characters removed and compatibility forms folded (a check that skipped any of these would
+be a place to hide an invented source).
 A link the check cannot verify is a citation that fails (:class:`UnverifiableURL`): a
 protocol-relative ``//host`` link (resolved against nothing), a ``javascript:``, ``data:``,
 ``file:``, ``ftp:`` or any other scheme but http(s), an unparsable URL, a host that is not
