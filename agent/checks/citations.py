@@ -96,19 +96,22 @@ class Citation:
 # -- finding URLs -------------------------------------------------------------------------
 
 # A bare address runs from "http(s):" and its slashes (or "www.") to the first character no
-# URL holds unencoded: white space, quotes, angle brackets, backticks, square brackets (an IP
-# literal aside), a pipe (Markdown tables). It is read twice, stopping at a backslash (an
-# escape in a JSON or repr dump) and running through it (a browser reads "\" as "/").
+# URL holds unencoded: white space, quotes (an apostrophe inside a word aside), angle
+# brackets, backticks, square brackets (an IP literal aside), a pipe (Markdown tables). It
+# is read twice, stopping at a backslash (an escape in a JSON or repr dump) and running
+# through it (a browser reads "\" as "/").
 _STOP = "\\s<>\"'`\\[\\]|\\x00-\\x1f\\x7f"
 _START = rf"(?:https?:[/\\]+(?:[^{_STOP}/@]*@)?(?:\[[0-9a-f:.]+\])?|(?<![\w.@/-])www\.)"
+_APOSTROPHE = r"'(?=[^\W_])"  # inside a word (Hitchhiker's_Guide); before "," or "}" it ends a dump
 _BARE = (
-    re.compile(rf"{_START}[^{_STOP}\\]*", re.IGNORECASE),
-    re.compile(rf"{_START}[^{_STOP}]*", re.IGNORECASE),
+    re.compile(rf"{_START}(?:[^{_STOP}\\]|{_APOSTROPHE})*", re.IGNORECASE),
+    re.compile(rf"{_START}(?:[^{_STOP}]|{_APOSTROPHE})*", re.IGNORECASE),
 )
 # A host and a path written without a scheme (``nature.com/articles/x``): a reader takes it
 # for a source, so it is one; a last label that is a file extension is a file (main.py/x).
 _FUZZY = re.compile(
-    rf"(?<![\w.@/:%&=?#~+-])(?:[^\W_][\w-]*\.)+([^\W\d_]{{2,}})(?::\d+)?/[^{_STOP}\\]*"
+    rf"(?<![\w.@/:%&=?#~+-])(?:[^\W_][\w-]*\.)+([^\W\d_]{{2,}})(?::\d+)?/"
+    rf"(?:[^{_STOP}\\]|{_APOSTROPHE})*"
 )
 _FILE_EXTENSIONS = frozenset(
     {"js", "ts", "py", "md", "rs", "go", "sh", "rb", "pl", "txt", "csv", "json", "yaml", "yml"}

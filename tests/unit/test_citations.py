@@ -74,6 +74,10 @@ def keys(text: str) -> set[str | None]:
         ("![fig](https://a.com/fig.png)", ["https://a.com/fig.png"]),
         ("[a](<https://a.com/x y>)", ["https://a.com/x y"]),
         ("[a][R]\n\n[r]: https://a.com/ref", ["https://a.com/ref"]),
+        (
+            "https://en.wikipedia.org/wiki/Hitchhiker's_Guide",
+            ["https://en.wikipedia.org/wiki/Hitchhiker's_Guide"],
+        ),
     ],
 )
 def test_urls_are_found_wherever_markdown_or_dumps_put_them(text, urls):
@@ -429,6 +433,14 @@ def test_a_realistic_note_with_html_code_and_relative_links_passes():
 
     assert report["passed"], report
     assert report["evidence"].startswith("all 3 distinct source URL(s)")
+
+
+def test_an_apostrophe_inside_a_url_is_part_of_it_on_both_sides():
+    url = "https://en.wikipedia.org/wiki/Hitchhiker's_Guide"
+
+    assert cite(f"[H]({url})", f"{{'url': '{url}', 'title': 'H'}}")["passed"]
+    assert cite(f"see {url}.", f'{{"url": "{url}"}}')["passed"]
+    assert not cite(f"see {url}", "{'url': 'https://en.wikipedia.org/wiki/Hitchhiker'}")["passed"]
 
 
 def test_an_entity_spelled_link_to_a_returned_source_is_that_source():
