@@ -185,15 +185,16 @@ def _decode(text: str, attribute: bool = False) -> str:
     return text
 
 
-def _views(text: str) -> list[str]:
-    """The ways a reader (or a browser) may read ``text``: entities decoded, then also
-    Markdown escapes removed, invisible format characters (zero-width, soft hyphen) removed
-    and compatibility forms folded (``ｈｔｔｐｓ：／／``)."""
+def _views(text: str, source: bool) -> list[str]:
+    """The ways a reader (or a browser) may read ``text``: as rendered (Markdown escapes
+    removed, entities decoded), and so with invisible format characters (zero-width, soft
+    hyphen) removed and compatibility forms folded (``ｈｔｔｐｓ：／／``); a source also as
+    written, entities decoded (a JSON or repr dump escapes nothing for Markdown)."""
     text = text.replace("\\/", "/")  # JSON may escape slashes: https:\/\/a.com\/x
-    decoded = _decode(text)
-    unescaped = _decode(_MD_ESCAPE.sub(r"\1", text))
-    visible = "".join(c for c in unescaped if unicodedata.category(c) != "Cf")
-    return list(dict.fromkeys([decoded, unescaped, unicodedata.normalize("NFKC", visible)]))
+    rendered = _decode(_MD_ESCAPE.sub(r"\1", text))
+    visible = "".join(c for c in rendered if unicodedata.category(c) != "Cf")
+    views = [rendered, unicodedata.normalize("NFKC", visible)]
+    return list(dict.fromkeys(([_decode(text)] if source else []) + views))
 
 
 def _hosted(url: str) -> bool:
@@ -202,12 +203,12 @@ def _hosted(url: str) -> bool:
     return prefix is not None and any(c.isalnum() for c in url[prefix.end() :])
 
 
-def _bare(text: str) -> list[str]:
+def _bare(text: str, source: bool) -> list[str]:
     """Every ``http(s):``, ``www.`` and ``host/path`` address in ``text`` in each of its
-    readings."""
+    readings: through a backslash as a browser reads it, and in a source also up to it."""
     found = []
-    for view in _views(text):
-        for pattern in _BARE:
+    for view in _views(text, source):
+        for pattern in _BARE if source else _BARE[1:]:
             for match in pattern.finditer(view):
                 url = _trim(match.group(0))
                 if _hosted(url):
@@ -237,11 +238,11 @@ def _protocol_relative(link: str) -> bool:
     return link[:2].replace("\\", "/") == "//"
 
 
-def _destination(value: str, base: str | None) -> list[str]:
+def _destination(value: str, base: str | None, source: bool) -> list[str]:
     """What a link to ``value`` cites: the link itself when it is one to check, with the
     addresses written inside it (``mailto:x?body=https://...``)."""
     link = _whatwg_trim(value)
-    found = _bare(link)
+    found = _bare(link, source)
     if not link:
         return found
     scheme = _scheme(link)
@@ -324,20 +325,22 @@ def _markdown_links(text: str, depth: int = 0) -> list[str]:
     return found
 
 
-def extract_urls(text: str) -> list[str]:
+def extract_urls(text: str, *, source: bool = False) -> list[str]:
     """Every URL ``text`` cites, distinct, in the order found (see the module doc): link
-    destinations as decoded, then addresses in the text; relative links are left out."""
+    destinations as decoded, then addresses in the text; relative links are left out.
+    ``source`` reads a tool's result more ways (a dump's ``\\n`` ends a URL): a reading too
+    many there only adds a URL no artifact cites, while in an artifact it would fail one."""
     tags = _tag_attributes(text)
     bases = (v for t, n, v in tags if t == "base" and n == "href")
     base = next((b for b in bases if re.match(r"https?:", _whatwg_trim(b), re.I)), None)
     found: list[str] = []
     for destination in _markdown_links(text):
-        found.extend(_destination(destination, base))
+        found.extend(_destination(destination, base, source))
     for _, name, value in tags:
         for link in _attribute_links(name, value):
-            found.extend(_destination(link, base))
-        found.extend(_bare(value))
-    found.extend(_bare(text))
+            found.extend(_destination(link, base, source))
+        found.extend(_bare(value, source))
+    found.extend(_bare(text, source))
     return list(dict.fromkeys(found))
 
 
@@ -437,10 +440,11 @@ def normalise_url(url: str) -> str:
     return f"{prefix}//{authority}{path}" + (f"?{query}" if query else "")
 
 
-def citations(text: str) -> list[Citation]:
-    """The distinct sources ``text`` cites, each with its key (or why it has none)."""
+def citations(text: str, *, source: bool = False) -> list[Citation]:
+    """The distinct sources ``text`` cites, each with its key (or why it has none);
+    ``source``: ``text`` is a tool's result (see :func:`extract_urls`)."""
     found: dict[str, Citation] = {}
-    for url in extract_urls(text):
+    for url in extract_urls(text, source=source):
         try:
             key = normalise_url(url)
         except UnverifiableURL as error:
@@ -450,15 +454,15 @@ def citations(text: str) -> list[Citation]:
     return list(found.values())
 
 
-def cited_urls(text: str) -> dict[str, str]:
+def cited_urls(text: str, *, source: bool = False) -> dict[str, str]:
     """The distinct verifiable sources ``text`` cites: normalised key -> the URL as found."""
-    return {c.key: c.url for c in citations(text) if c.key is not None}
+    return {c.key: c.url for c in citations(text, source=source) if c.key is not None}
 
 
 def _returned(outputs: Iterable[str]) -> dict[str, str]:
     returned: dict[str, str] = {}
     for output in outputs:
-        for key, url in cited_urls(output).items():
+        for key, url in cited_urls(output, source=True).items():
             returned.setdefault(key, url)
     return returned
 

@@ -64,10 +64,6 @@ def keys(text: str) -> set[str | None]:
         ),
         ("visit www.a.com/x!", ["www.a.com/x"]),
         ('{"url": "https:\\/\\/a.com\\/x"}', ["https://a.com/x"]),
-        (
-            "{'url': 'https://a.com/x', 'content': 'line\\nhttps://b.org/y\\n'}",
-            ["https://a.com/x", "https://b.org/y"],
-        ),
         ("href=&quot;https://a.com/x&quot;", ["https://a.com/x"]),
         ("HTTPS://A.COM/X", ["HTTPS://A.COM/X"]),
         ("[v6](https://[2001:db8::1]/paper)", ["https://[2001:db8::1]/paper"]),
@@ -98,6 +94,18 @@ def test_urls_are_found_wherever_markdown_or_dumps_put_them(text, urls):
 )
 def test_relative_links_mail_and_prose_cite_nothing(text):
     assert extract_urls(text) == []
+
+
+def test_a_dump_is_read_as_a_dump_where_it_is_a_source():
+    dump = "{'url': 'https://a.com/x', 'content': 'line\\nhttps://b.org/y\\n'}"
+
+    assert {"https://a.com/x", "https://b.org/y"} <= set(extract_urls(dump, source=True))
+    assert cite("see https://b.org/y and https://a.com/x", dump)["passed"]
+
+
+def test_a_markdown_escape_in_a_url_is_read_as_rendered():
+    assert cite("see https://a.com/x\\_y\\_z.", "https://a.com/x_y_z")["passed"]
+    assert not cite("see https://a.com/x\\..\\evil", "https://a.com/x")["passed"]
 
 
 def test_each_source_is_counted_once_however_often_and_wherever_it_is_written():
