@@ -238,27 +238,23 @@ def _protocol_relative(link: str) -> bool:
     return link[:2].replace("\\", "/") == "//"
 
 
-def _destination(value: str, base: str | None, source: bool) -> list[str]:
-    """What a link to ``value`` cites: the link itself when it is one to check, with the
-    addresses written inside it (``mailto:x?body=https://...``)."""
+def _destination(value: str, base: str | None) -> str | None:
+    """The link ``value`` is, when it is one to check (the addresses written inside it,
+    ``mailto:x?body=https://...``, are read as text)."""
     link = _whatwg_trim(value)
-    found = _bare(link, source)
-    if not link:
-        return found
     scheme = _scheme(link)
-    if scheme is not None:
-        if scheme not in _NOT_A_DOCUMENT:
-            found.insert(0, link)
-    elif _protocol_relative(link) or _HOSTLIKE.match(link):
-        found.insert(0, link)  # protocol-relative (it fails), or an address without a scheme
-    elif base is not None:
+    if not link or scheme in _NOT_A_DOCUMENT:
+        return None
+    if scheme is not None or _protocol_relative(link) or _HOSTLIKE.match(link):
+        return link  # protocol-relative ones fail; an address without a scheme is one
+    if base is not None:
         try:
-            found.insert(0, join_url(base, link))
+            return join_url(base, link)
         except ValueError:
-            found.insert(0, link)
-    elif "//" in link.replace("\\", "/"):
-        found.insert(0, link)  # "https&#58;//x" decoded once is relative, and hides a host
-    return found
+            return link
+    if "//" in link.replace("\\", "/"):
+        return link  # "https&#58;//x" decoded once is relative, and hides a host
+    return None
 
 
 def _tag_attributes(text: str) -> list[tuple[str, str, str]]:
@@ -333,15 +329,28 @@ def extract_urls(text: str, *, source: bool = False) -> list[str]:
     tags = _tag_attributes(text)
     bases = (v for t, n, v in tags if t == "base" and n == "href")
     base = next((b for b in bases if re.match(r"https?:", _whatwg_trim(b), re.I)), None)
-    found: list[str] = []
-    for destination in _markdown_links(text):
-        found.extend(_destination(destination, base, source))
-    for _, name, value in tags:
-        for link in _attribute_links(name, value):
-            found.extend(_destination(link, base, source))
-        found.extend(_bare(value, source))
-    found.extend(_bare(text, source))
-    return list(dict.fromkeys(found))
+    values = _markdown_links(text) + [
+        link for _, name, value in tags for link in _attribute_links(name, value)
+    ]
+    links = [link for value in values if (link := _destination(value, base)) is not None]
+    written = [text] + [value for _, _, value in tags] + values  # what each was read from
+    bare = [url for piece in written for url in _bare(piece, source)]
+    views = _views(text, source)
+    bare = [url for url in dict.fromkeys(bare) if not _short(url, links, views)]
+    return list(dict.fromkeys(links + bare))
+
+
+def _short(url: str, links: Sequence[str], views: Sequence[str]) -> bool:
+    """Whether the address ``url`` read in the text is only a link's destination read up to
+    a character a bare address stops at (``[a](https://a.com/s?q=[x])``): it is written in
+    the text, and wherever it is, that whole destination is, which is checked."""
+    seen = [view.count(url) for view in views]
+    return any(seen) and any(
+        link != url
+        and link.startswith(url)
+        and all(count == view.count(link) for count, view in zip(seen, views, strict=True))
+        for link in links
+    )
 
 
 # -- comparing URLs -----------------------------------------------------------------------

@@ -103,6 +103,23 @@ def test_a_dump_is_read_as_a_dump_where_it_is_a_source():
     assert cite("see https://b.org/y and https://a.com/x", dump)["passed"]
 
 
+@pytest.mark.parametrize(
+    ("url", "short"),
+    [
+        ("https://a.com/s?q=[x]", "https://a.com/s?q="),
+        ("https://a.com/s?a|b", "https://a.com/s?a"),
+        ("https://a.com/x'", "https://a.com/x"),
+        ("https://a.com/x.", "https://a.com/x"),
+        ("https://a.com/a`b`", "https://a.com/a"),
+    ],
+)
+def test_a_link_read_short_as_text_is_still_one_source(url, short):
+    assert cite(f"see [a](<{url}>)\n\n[b]: {url}", f"[r]({url})")["passed"]
+    # written on its own, the short reading is a citation of its own
+    alone = cite(f"see [a](<{url}>) and {short} here", f"[r]({url})")
+    assert not alone["passed"] and short in alone["evidence"]
+
+
 def test_a_markdown_escape_in_a_url_is_read_as_rendered():
     assert cite("see https://a.com/x\\_y\\_z.", "https://a.com/x_y_z")["passed"]
     assert not cite("see https://a.com/x\\..\\evil", "https://a.com/x")["passed"]
