@@ -344,12 +344,13 @@ def _short(url: str, links: Sequence[str], views: Sequence[str]) -> bool:
     """Whether the address ``url`` read in the text is only a link's destination read up to
     a character a bare address stops at (``[a](https://a.com/s?q=[x])``): it is written in
     the text, and wherever it is, that whole destination is, which is checked."""
+    longer = [link for link in links if link != url and link.startswith(url)]
+    if not longer:
+        return False
     seen = [view.count(url) for view in views]
     return any(seen) and any(
-        link != url
-        and link.startswith(url)
-        and all(count == view.count(link) for count, view in zip(seen, views, strict=True))
-        for link in links
+        all(count == view.count(link) for count, view in zip(seen, views, strict=True))
+        for link in longer
     )
 
 
