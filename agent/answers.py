@@ -130,12 +130,13 @@ def parse_answer(
 ) -> Answer | None:
     """The resume value as an :class:`Answer`; None when it says nothing (pause again).
 
-    ``suggested``: the escalation's suggested responses, so that text naming one of them,
-    typed or sent as a rejection's reason, acts as that choice."""
+    ``suggested``: the escalation's suggested responses, so that text naming one of them (or
+    accept or stop, always offered), typed or sent as a rejection's reason, acts as that
+    choice; without them text is an answer."""
     if value is None:
         return None
     if isinstance(value, str):
-        if (chosen := typed_choice(value, suggested)) is not None:
+        if suggested is not None and (chosen := typed_choice(value, suggested)) is not None:
             return parse_answer(chosen)
         return Answer("answer", value) if value.strip() else None
     if isinstance(value, list):  # agent-chat-ui's decisions or the agent inbox's responses
@@ -152,8 +153,9 @@ def parse_answer(
         if "type" in value and "action" not in value:
             return _review_decision(value, suggested)
         action = value.get("action", "answer")
-        if action == "answer":
-            return parse_answer(str(value.get("text") or ""))
+        if action == "answer":  # its text as it is, even if it reads like a label
+            text = str(value.get("text") or "")
+            return Answer("answer", text) if text.strip() else None
         if action in ("accept", "stop"):
             return Answer(action)
         if action == "continue":

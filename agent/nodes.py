@@ -464,7 +464,7 @@ def escalate(state: StateView) -> Command[EscalateRoute]:
         return _decide_requests(state, payload)
     if "action_requests" not in payload:  # paused before the question had its card
         payload |= review_request(payload)
-    suggested = payload.get("suggested_responses")
+    suggested = payload.get("suggested_responses") or []
     answer = _usable(interrupt(payload), suggested)
     while answer is None:
         answer = _usable(interrupt(payload), suggested)
@@ -508,8 +508,8 @@ def finalize(state: StateView) -> dict[str, Any]:
     update: dict[str, Any] = {"dispatch": []}
     if state.get("status") == "failed":
         text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
-        if last.get("fix"):
-            text += f"\n\n{last['fix']}"
+        if fix := failure_fix(state, last):
+            text += f"\n\n{fix}"
         update["messages"] = [AIMessage(text)]
     elif state.get("stop_reason") == "accepted_by_human":
         done = [p for p, e in files.items() if e.get("status") == "done"]
@@ -535,17 +535,30 @@ def _model_error_event(task: SubagentTask, exc: Exception) -> dict[str, Any]:
     """What a subagent records when its model cannot even be made; reflection fails the run
     on its class (``rule_fatal_error``), and the observation says how to choose another."""
     error_class = classify(exc)
-    observation = f"{task['step']['action']} model: {describe(exc)}"
-    if error_class in MODEL_FIXES:
-        observation += " " + render("model_error_fix").strip()
-    return {
+    event = {
         "round": task["round"],
         "step_id": task["step"]["step_id"],
         "actor": task["step"]["action"],
         "action": "error",
         "error_class": error_class.value,
-        "observation": observation,
+        "observation": f"{task['step']['action']} model: {describe(exc)}",
     }
+    if error_class in MODEL_FIXES:
+        event["fix"] = render("model_error_fix").strip()
+    return event
+
+
+def failure_fix(state: StateView, decision: Mapping[str, Any]) -> str:
+    """How to fix what failed the run, when it is known: on the failing decision, or on the
+    error event of the step it names (a subagent whose model could not be made)."""
+    if decision.get("fix"):
+        return str(decision["fix"])
+    reason = str(decision.get("reason") or "")
+    for event in reversed(state.get("trajectory") or []):
+        named = reason.startswith(f"step {event.get('step_id')}: ")
+        if event.get("action") == "error" and event.get("fix") and named:
+            return str(event["fix"])
+    return ""
 
 
 def _config_error_event(task: SubagentTask, problems: list[str]) -> dict[str, Any]:
