@@ -764,3 +764,24 @@ def test_a_provider_refusing_the_key_fails_the_run_with_the_error_and_the_fix(tm
     last = graph.get_state(thread_config("t")).values["messages"][-1]
     assert last.type == "ai" and "invalid api key" in last.content
     assert "DEEPREFLECT_MODEL" in last.content
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"decisions": [{"type": "approve"}]}, "accepted_by_human"),
+        ([{"type": "accept", "args": None}], "accepted_by_human"),
+        ({"decisions": [{"type": "reject", "message": "stop here"}]}, "stopped_by_human"),
+    ],
+)
+def test_agent_resume_takes_the_cards_decisions_too(tmp_path, answer, expected):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    assert resume(graph, "t", answer, context=ctx())["stop_reason"] == expected
+
+
+def test_agent_resume_refuses_a_decision_the_card_does_not_offer(tmp_path):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    edit = {"decisions": [{"type": "edit", "edited_action": {"name": "escalation", "args": {}}}]}
+    with pytest.raises(ConfigError, match="approve .* or reject"):
+        resume(graph, "t", edit, context=ctx())
+    assert result_of(graph, "t")["status"] == "awaiting_input"
