@@ -37,6 +37,7 @@ __all__ = [
     "Answer",
     "Choice",
     "choices",
+    "labels_text",
     "offered",
     "parse_answer",
     "review_request",
@@ -228,6 +229,13 @@ def review_request(escalation: Mapping[str, Any]) -> dict[str, Any]:
             {"action_name": ESCALATION_ACTION, "allowed_decisions": list(REVIEW_DECISIONS)}
         ],
     }
+
+
+def labels_text(suggested: Sequence[str | Mapping[str, Any]] | None, *, always: bool = True) -> str:
+    """The labels a human may type, as a literal markdown list: the suggested responses, and
+    with ``always`` accept and stop too."""
+    listed = offered(suggested) if always else choices(suggested or [])
+    return _listed([c["label"] for c in listed])
 
 
 def _text(name: str, **values: object) -> str:

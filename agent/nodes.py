@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
 import agent.reflection as rules
-from agent.answers import Answer, parse_answer, review_request, typed_choice
+from agent.answers import Answer, labels_text, parse_answer, review_request, typed_choice
 from agent.approvals import (
     STOP_REASON as APPROVAL_STOP_REASON,
 )
@@ -441,8 +441,10 @@ def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
     """What a thread holds while it waits for a human: the escalation, its status, the
     question as an AI message and the ``Result`` (written before ``escalate`` pauses, since a
     node that calls ``interrupt()`` writes nothing until it is resumed)."""
-    labels = [c["label"] for c in payload.get("suggested_responses") or []]
-    text = payload.get("question", "How should I proceed?") + "".join(f"\n- {x}" for x in labels)
+    # every label a human may type, each shown literally (a label may hold markdown)
+    always = payload.get("kind") != "approval"
+    labels = labels_text(payload.get("suggested_responses"), always=always)
+    text = payload.get("question", "How should I proceed?") + (f"\n{labels}" if labels else "")
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     # each pause a message of its own, after the human's words (a chat UI draws the question's
     # card under the last one); the same id when a node re-runs, so a replay adds nothing

@@ -583,6 +583,12 @@ def test_the_interrupt_is_a_review_card_that_agent_chat_ui_draws_with_buttons(tm
     assert action["args"]["question"] == escalation["question"]
     assert action["args"]["artifacts_ready_for_review"] == "- `a.md`"
     assert value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    # for a client without cards, the message lists every label one may type, literally
+    message = _ai(graph)[-1].content
+    assert message.startswith(escalation["question"])
+    labels = [c["label"] for c in escalation["suggested_responses"]]
+    assert message.splitlines()[1:] == [f"- `{label}`" for label in labels]
+    assert "stop here" in labels and "accept the artifacts as they are" in labels
 
 
 BUTTONS = [
@@ -634,6 +640,9 @@ def test_the_reject_button_with_an_answer_reaches_the_planner(tmp_path):
     roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
     graph, _ = sqlite_graph(tmp_path, roles)
     run(graph, "goal", context=ctx(), thread_id="t")
+    # accept and stop are offered beside the model's suggestion, in the card and the message
+    listed = ["- `2024`", "- `accept the artifacts as they are`", "- `stop here`"]
+    assert _ai(graph)[-1].content.splitlines()[1:] == listed
     answer = {"decisions": [{"type": "reject", "message": "cover 2022 and 2023"}]}
     graph.invoke(Command(resume=answer), thread_config("t"), context=ctx())
     assert result_of(graph, "t")["status"] == "success"
