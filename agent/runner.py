@@ -266,10 +266,11 @@ def _resume_payload(
     if isinstance(answer, str):
         return {"messages": [bounded_message(HumanMessage(answer))]}
     parse_answer(answer)  # an unknown action is a clear error before anything runs
+    value = list(answer) if isinstance(answer, list) else dict(answer)  # a chat UI's decisions
     if not any(task.interrupts for task in snapshot.tasks):
-        msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"
+        msg = f"thread {thread_id!r} is not paused on a question; {value!r} answers none"
         raise ConfigError(msg)
-    return Command(resume=dict(answer))
+    return Command(resume=value)
 
 
 def _decisions(snapshot: StateSnapshot, answer: str | Mapping[str, Any] | list[Any]) -> Any:
