@@ -29,6 +29,9 @@ class SandboxResult:
     """The isolation the job ran under."""
     report: str = ""
     """What the job wrote to its report descriptor (``DEEPREFLECT_REPORT_FD``), if it had one."""
+    outlived: bool = False
+    """A job that is not ``main`` (or a process it started) was still running a moment after
+    the main jobs ended on their own, and was killed: it did not stop when the run was over."""
 
 
 @dataclass(frozen=True)
