@@ -29,6 +29,7 @@ from agent.lease import (
     TABLE,
     Holder,
     Lease,
+    LeaseLost,
     ThreadBusy,
     advisory_key,
     hold,
@@ -108,11 +109,18 @@ def test_thread_busy_names_the_thread_and_is_exported_from_agent():
 
 
 def test_a_lost_lease_stops_the_run_at_its_next_check():
-    lease = Lease("t")
+    lease = Lease("t", token=7)
     lease.check()  # held: nothing happens
     lease.lost.set()
-    with pytest.raises(ThreadBusy, match="thread t is busy: another writer took its lease"):
+    with pytest.raises(LeaseLost, match="thread t: another writer took over this thread"):
         lease.check()
+
+
+def test_lease_lost_is_one_line_naming_the_thread_and_is_exported_from_agent():
+    lost = LeaseLost("t-1")
+    assert "\n" not in str(lost) and "`deepreflect show t-1`" in str(lost)
+    assert lost.thread_id == "t-1" and not isinstance(lost, ThreadBusy)
+    assert agent.LeaseLost is LeaseLost and "LeaseLost" in agent.__all__
 
 
 def test_an_answer_is_refused_unless_the_thread_waits_for_one():
@@ -161,7 +169,8 @@ def _write_row(path, holder: Holder, thread_id: str = "t") -> None:
         pass
     with sqlite3.connect(str(path)) as conn:
         conn.execute(
-            f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO {TABLE} (thread_id, owner, host, pid, expires_at) "
+            "VALUES (?, ?, ?, ?, ?)",
             (thread_id, holder.owner, holder.host, holder.pid, holder.expires_at),
         )
 
@@ -216,9 +225,9 @@ def test_a_sqlite_lease_another_writer_took_over_is_reported_lost(tmp_path):
     db = tmp_path / "threads.sqlite"
     with hold(_sqlite_saver(db), "t", ttl_s=0.3) as lease:
         with sqlite3.connect(str(db)) as conn:
-            conn.execute(f"UPDATE {TABLE} SET owner = 'intruder' WHERE thread_id = 't'")
+            conn.execute(f"UPDATE {TABLE} SET owner = 'intruder', token = token + 1 WHERE thread_id = 't'")
         _poll(lease.lost.is_set, "the heartbeat never noticed the lease was taken")
-        with pytest.raises(ThreadBusy):
+        with pytest.raises(LeaseLost):
             lease.check()
     assert _lease_row(db)[0] == "intruder"  # releasing does not delete another's lease
 
@@ -379,7 +388,7 @@ def test_two_answers_at_once_one_runs_the_other_is_busy_and_is_refused_when_sent
         assert shown.returncode == 0, shown.stderr
         out, err = first.communicate("go on\n", timeout=120)
     assert first.returncode == 0, err
-    assert json.loads(out.splitlines()[-1])["status"] == "success"
+    assert json.loads(out)["status"] == "success"
 
     values, parents = _thread_state(threads_db, thread_id)
     humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
