@@ -599,3 +599,132 @@ def test_a_writer_whose_heartbeat_lives_but_whose_lease_was_taken_writes_nothing
     _assert_one_lease_lost_line(first, err, thread_id)
     _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
     assert json.loads(second.stdout)["status"] == "success"
+
+
+def _paused_async_graph(tmp_path, saver):
+    ask = {"decision": "escalate", "question": "Which year?", "suggested_responses": ["2024"]}
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph = build_graph(models=roles, checkpointer=saver, retry_policy=None)
+    return graph
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_run_whose_lease_is_taken_mid_run_stops_with_lease_lost_and_adds_nothing(tmp_path, kind):
+    import asyncio
+
+    from agent import aresume, arun
+    from agent.checkpointers import open_async_checkpointer
+
+    db = str(tmp_path / "threads.sqlite")
+    taken: list[list[str]] = []
+
+    def take_over(node: str, update: dict[str, Any]) -> None:
+        if not taken:
+            _take_the_lease(db, "t")
+            taken.append(_checkpoints(db, "t"))
+
+    if kind == "sync":
+        graph, _ = _paused_graph(tmp_path)
+        with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+            resume(graph, "t", "2024", context=ctx(), on_update=take_over)
+    else:
+
+        async def main() -> None:
+            async with open_async_checkpointer(db) as saver:
+                graph = _paused_async_graph(tmp_path, saver)
+                paused = await arun(graph, "summarise the filing", context=ctx(), thread_id="t")
+                assert paused["status"] == "awaiting_input"
+                with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+                    await aresume(graph, "t", "2024", context=ctx(), on_update=take_over)
+
+        asyncio.run(main())
+    assert taken and _checkpoints(db, "t") == taken[0]  # nothing after the takeover
+    values, parents = _thread_state(db, "t")
+    assert values["status"] == "running"  # as the takeover found it: the stale run never went on
+    assert len(parents) == len(set(parents))
+
+
+def _lock_sessions(url: str) -> list[int]:
+    """Backend pids holding an advisory lock in the database (the lease sessions)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def _terminate(url: str, pids: list[int]) -> None:
+    """What the server does to a session whose machine vanished: it is gone, with its lock."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    _poll(lambda: not set(pids) & set(_lock_sessions(url)), "the session kept its lock")
+
+
+def _pg_config(checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable = {"thread_id": "t", "checkpoint_ns": ""}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_postgres_writer_whose_lease_session_died_writes_nothing_once_taken_over(
+    postgres_url, pooled
+):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool
+
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    with (
+        ConnectionPool(url, min_size=1, max_size=3, kwargs={"autocommit": True}) as pool,
+        PostgresSaver.from_conn_string(url) as single,
+        PostgresSaver.from_conn_string(url) as other,
+    ):
+        other.setup()
+        stale = PostgresSaver(pool) if pooled else single
+        with hold(stale, "t") as first:
+            stale.put(_pg_config(), empty_checkpoint(), {}, {})
+            _terminate(url, _lock_sessions(url))
+            with hold(other, "t") as second:
+                assert second.token > first.token
+                mine = other.put(_pg_config(), empty_checkpoint(), {}, {})
+                before = [c.config for c in other.list(_pg_config())]
+                with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+                    stale.put(_pg_config(), empty_checkpoint(), {}, {})
+                with pytest.raises(LeaseLost):
+                    stale.put_writes(mine, [("messages", "stale")], "task-1")
+                with pytest.raises(LeaseLost):
+                    stale.delete_thread("t")
+                assert [c.config for c in other.list(_pg_config())] == before
+                assert other.get_tuple(mine).pending_writes == []
+            with pytest.raises(LeaseLost):  # released: no lease row is this writer's either
+                stale.put(_pg_config(), empty_checkpoint(), {}, {})
+        assert [c.config for c in other.list(_pg_config())] == before
+
+
+def test_a_postgres_cli_writer_whose_lease_session_died_exits_4_and_the_takeover_stays(
+    postgres_url,
+):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from tests.postgres import fresh_database
+
+    db = fresh_database(postgres_url)
+    thread_id = _pause(db)
+    with _holding(db, thread_id, "engineers") as first:
+        _terminate(db, _lock_sessions(db))
+        second = _takeover(db, thread_id)
+        after_b = _checkpoints(db, thread_id)
+        out, err = first.communicate("go on\n", timeout=120)
+    _assert_one_lease_lost_line(first, err, thread_id)
+    _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
+    assert json.loads(second.stdout)["status"] == "success"
