@@ -21,6 +21,7 @@ A thread this process does not lease is written as before: no lease, no fence.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,7 +29,60 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agent.lease import PG_FENCE, TABLE, LeaseLost, held_token
+from agent.errors import AgentError, ErrorClass
+
+LEASE_TABLE = "deepreflect_leases"
+PG_FENCE = f"SELECT token FROM {LEASE_TABLE} WHERE thread_id = %s FOR SHARE"
+"""The lease row a fenced write reads in its own transaction; FOR SHARE makes a takeover
+(which updates the row) wait until that write has committed."""
+
+
+class LeaseLost(AgentError):
+    """Another writer took the thread over while this one was stalled past its lease.
+
+    Raised by the write that found the lease gone (or by the next check after the heartbeat
+    found it), before anything of it is stored: the steps written while the lease was held
+    stay, the other writer's turn stays intact, and this run stops."""
+
+    def __init__(self, thread_id: str) -> None:
+        msg = (
+            f"thread {thread_id}: another writer took over this thread while this run was "
+            "stalled, so this run stopped and wrote nothing more; "
+            f"`deepreflect show {thread_id}` shows the thread as that writer left it"
+        )
+        super().__init__(ErrorClass.UNKNOWN, msg)
+        self.thread_id = thread_id
+
+
+class _Tokens:
+    """The tokens of the leases this process holds, by ``(*store scope, thread_id)``."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, scope: tuple[Any, ...], thread_id: str, token: int) -> None:
+        with self._lock:
+            self._tokens[(*scope, thread_id)] = token
+
+    def drop(self, scope: tuple[Any, ...], thread_id: str) -> None:
+        with self._lock:
+            self._tokens.pop((*scope, thread_id), None)
+
+    def get(self, scope: tuple[Any, ...], thread_id: str) -> int | None:
+        with self._lock:
+            return self._tokens.get((*scope, thread_id))
+
+
+fence_tokens = _Tokens()
+
+
+def held_token(scope: tuple[Any, ...], thread_id: str) -> int | None:
+    """The token this process's lease on ``thread_id`` in ``scope`` carries; None when this
+    process holds none there (its writes to the thread are then not fenced: no lease, as
+    under ``langgraph dev``, means nothing changes)."""
+    return fence_tokens.get(scope, thread_id)
+
 
 FENCE_FUNCTION = "deepreflect_fence"
 LOST_MARK = "deepreflect: the lease of this thread is lost"
@@ -59,7 +113,8 @@ def sqlite_fence_triggers(table: str) -> list[str]:
             f"CREATE TEMP TRIGGER IF NOT EXISTS deepreflect_fence_{table}_{event.lower()} "
             f"BEFORE {event} ON main.{table} "
             f"WHEN {FENCE_FUNCTION}({thread}) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
-            f"main.{TABLE} WHERE thread_id = {thread} AND token = {FENCE_FUNCTION}({thread})) "
+            f"main.{LEASE_TABLE} WHERE thread_id = {thread} "
+            f"AND token = {FENCE_FUNCTION}({thread})) "
             f"BEGIN SELECT RAISE(ROLLBACK, '{LOST_MARK}'); END"
         )
     return triggers

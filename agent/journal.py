@@ -220,8 +220,7 @@ class SqliteJournal:
         return _loaded(row[0]) if row else None
 
     async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
-        from agent.fencing import install_sqlite_fence, refused_by_fence
-        from agent.lease import LeaseLost, held_token
+        from agent.fencing import LeaseLost, held_token, install_sqlite_fence, refused_by_fence
 
         scope = ("sqlite", os.path.realpath(self.path))
         with self._lock:
@@ -283,7 +282,7 @@ class PostgresJournal:
         return _loaded(row["entry"] if isinstance(row, Mapping) else row[0])
 
     async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
-        from agent.lease import held_token
+        from agent.fencing import held_token
 
         text = json.dumps(dict(entry), default=str)
         token = held_token(("postgres", id(self.saver.conn)), thread_id)

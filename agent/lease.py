@@ -39,10 +39,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from agent.errors import AgentError, ConfigError, ErrorClass
+from agent.fencing import LEASE_TABLE, LeaseLost, fence, fence_tokens
+
+__all__ = ["Lease", "LeaseLost", "ThreadBusy", "hold", "lease_holder", "lease_ttl_s"]
 
 DEFAULT_TTL_S = 30.0  # a lease nobody renews is free after this long
 TTL_ENV = "DEEPREFLECT_LEASE_TTL_S"
-TABLE = "deepreflect_leases"
+TABLE = LEASE_TABLE
 EPOCH_TABLE = "deepreflect_lease_epoch"  # SQLite: the last token handed out in the file
 PG_TOKENS = "deepreflect_lease_tokens"  # PostgreSQL: the sequence tokens come from
 HOST = socket.gethostname()
@@ -55,23 +58,6 @@ class ThreadBusy(AgentError):
 
     def __init__(self, thread_id: str, detail: str = _BUSY) -> None:
         super().__init__(ErrorClass.TRANSIENT, f"thread {thread_id} is busy: {detail}")
-        self.thread_id = thread_id
-
-
-class LeaseLost(AgentError):
-    """Another writer took the thread over while this one was stalled past its lease.
-
-    Raised by the write that found the lease gone (or by the next check after the heartbeat
-    found it), before anything of it is stored: the steps written while the lease was held
-    stay, the other writer's turn stays intact, and this run stops."""
-
-    def __init__(self, thread_id: str) -> None:
-        msg = (
-            f"thread {thread_id}: another writer took over this thread while this run was "
-            "stalled, so this run stopped and wrote nothing more; "
-            f"`deepreflect show {thread_id}` shows the thread as that writer left it"
-        )
-        super().__init__(ErrorClass.UNKNOWN, msg)
         self.thread_id = thread_id
 
 
@@ -300,9 +286,6 @@ _PG_TAKE = (
     "ON CONFLICT (thread_id) DO UPDATE SET token = EXCLUDED.token RETURNING token"
 )
 _PG_DROP = f"DELETE FROM {TABLE} WHERE thread_id = %s AND token = %s"
-PG_FENCE = f"SELECT token FROM {TABLE} WHERE thread_id = %s FOR SHARE"
-"""The lease row a fenced write reads in its own transaction; FOR SHARE makes a takeover
-(which updates the row) wait until that write has committed."""
 
 
 class _PostgresStore:
@@ -479,8 +462,7 @@ def _postgres_holder(saver: Any, thread_id: str) -> str | None:
     return f"PostgreSQL session {row[0]} is running or resuming it" if row else None
 
 
-_HELD: dict[tuple[Any, ...], int | None] = {}
-"""Leases this process holds: ``(*store scope, thread_id)`` to its token (None while taking)."""
+_HELD: set[tuple[Any, ...]] = set()
 _HELD_LOCK = threading.Lock()
 
 
@@ -489,16 +471,8 @@ def _claim_here(key: tuple[Any, ...]) -> bool:
     with _HELD_LOCK:
         if key in _HELD:
             return False
-        _HELD[key] = None
+        _HELD.add(key)
         return True
-
-
-def held_token(scope: tuple[Any, ...], thread_id: str) -> int | None:
-    """The token this process's lease on ``thread_id`` in ``scope`` carries; None when this
-    process holds none there (its writes to the thread are then not fenced: no lease, as
-    under ``langgraph dev``, means nothing changes)."""
-    with _HELD_LOCK:
-        return _HELD.get((*scope, thread_id))
 
 
 def _heartbeat(store: _Store, lease: Lease, me: Holder, ttl_s: float) -> Callable[[], None]:
@@ -536,8 +510,6 @@ def hold(checkpointer: object, thread_id: str, *, ttl_s: float | None = None) ->
     (``agent.fencing``): once another writer took the thread over they raise
     :class:`LeaseLost` and write nothing. ``ttl_s`` defaults to :func:`lease_ttl_s`.
     """
-    from agent.fencing import fence
-
     ttl = lease_ttl_s() if ttl_s is None else ttl_s
     store = store_for(checkpointer)
     key = (*store.scope, thread_id)
@@ -549,8 +521,7 @@ def hold(checkpointer: object, thread_id: str, *, ttl_s: float | None = None) ->
         lease = Lease(thread_id, token)
         try:
             fence(checkpointer, store.scope)
-            with _HELD_LOCK:
-                _HELD[key] = token
+            fence_tokens.hold(store.scope, thread_id, token)
             stop = _heartbeat(store, lease, me, ttl) if store.renews else None
             try:
                 yield lease
@@ -558,9 +529,8 @@ def hold(checkpointer: object, thread_id: str, *, ttl_s: float | None = None) ->
                 if stop is not None:
                     stop()
         finally:
-            with _HELD_LOCK:
-                _HELD[key] = None
+            fence_tokens.drop(store.scope, thread_id)
             store.release(thread_id, me, token)
     finally:
         with _HELD_LOCK:
-            _HELD.pop(key, None)
+            _HELD.discard(key)
