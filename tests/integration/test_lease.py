@@ -728,3 +728,25 @@ def test_a_postgres_cli_writer_whose_lease_session_died_exits_4_and_the_takeover
     _assert_one_lease_lost_line(first, err, thread_id)
     _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
     assert json.loads(second.stdout)["status"] == "success"
+
+
+def test_a_writer_frozen_past_its_lease_that_nobody_took_finishes_its_run(threads_db):
+    """The fence refuses a takeover, not a late writer: a lease that ran out while nobody
+    took the thread still carries its token. On PostgreSQL a stopped process keeps its
+    session, and so its lock: a second writer is busy however long the first is stopped."""
+    thread_id = _pause(threads_db)
+    with _holding(threads_db, thread_id, "engineers", ttl_s=TTL) as first:
+        os.kill(first.pid, signal.SIGSTOP)
+        _poll(lambda: _stopped(first.pid), "the first writer never stopped")
+        time.sleep(TTL * 1.5)
+        if threads_db.startswith("postgres"):
+            busy = cli("resume", thread_id, db=threads_db, env_extra={TTL_ENV: str(TTL)})
+            assert busy.returncode == 4 and " is busy: " in busy.stderr, busy.stderr
+        os.kill(first.pid, signal.SIGCONT)
+        out, err = first.communicate("go on\n", timeout=120)
+    assert first.returncode == 0, err
+    assert json.loads(out)["status"] == "success"
+    values, parents = _thread_state(threads_db, thread_id)
+    humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
+    assert humans[1:] == ["engineers"] and values["status"] == "success"
+    assert len(parents) == len(set(parents))
