@@ -371,5 +371,8 @@ def fence(saver: Any, scope: Scope) -> None:
     if fenced is None:
         return
     if type(saver) is not fenced:
-        saver.__class__ = fenced
+        try:
+            saver.__class__ = fenced
+        except TypeError:  # a subclass with slots of its own: the lease alone, as before
+            return
     setattr(saver, SCOPE_ATTR, scope)
