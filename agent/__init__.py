@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agent.export import artifacts
     from agent.graph import build_graph
     from agent.journal import declare_tool
-    from agent.lease import ThreadBusy
+    from agent.lease import LeaseLost, ThreadBusy
     from agent.models import ScriptedChatModel
     from agent.result import Result
     from agent.runner import aresume, arun, resume, run
@@ -30,6 +30,7 @@ _EXPORTS = {
     "artifacts": "agent.export",
     "ScriptedChatModel": "agent.models",
     "SubAgent": "agent.subagents",
+    "LeaseLost": "agent.lease",
     "ThreadBusy": "agent.lease",
     "build_graph": "agent.graph",
     "declare_tool": "agent.journal",
@@ -48,6 +49,7 @@ __all__ = [
     "artifacts",
     "ScriptedChatModel",
     "SubAgent",
+    "LeaseLost",
     "ThreadBusy",
     "build_graph",
     "declare_tool",

@@ -400,7 +400,17 @@ def _running(thread_id: str) -> Iterator[None]:
     except (ConfigError, ThreadBusy):
         raise
     except Exception as exc:
+        if (lost := _lease_lost(exc)) is not None:
+            raise lost from None  # another writer has the thread: not a stopped run
         raise RunStopped(thread_id) from exc
+
+
+def _lease_lost(exc: BaseException) -> Exception | None:
+    """The :class:`~agent.lease.LeaseLost` in ``exc``'s chain, if a lost lease ended it."""
+    from agent.errors import exception_chain
+    from agent.lease import LeaseLost
+
+    return next((link for link in exception_chain(exc) if isinstance(link, LeaseLost)), None)
 
 
 def _finish(console: Console, result: Result, as_json: bool) -> int:
@@ -741,7 +751,7 @@ def _cmd_delete(args: argparse.Namespace, console: Console) -> int:
 def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -> int:
     """Delete each thread of ``rows`` (``ThreadRow``), saying which were deleted and which a
     run holds; exit 4 when any was busy."""
-    from agent.lease import ThreadBusy
+    from agent.lease import LeaseLost, ThreadBusy
     from agent.progress import line
     from agent.threads import delete_thread
 
@@ -749,7 +759,7 @@ def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -
     for row in rows:
         try:
             delete_thread(saver, row.thread_id)
-        except ThreadBusy as exc:
+        except (ThreadBusy, LeaseLost) as exc:
             busy += 1
             _error_line("not deleted", str(exc))
             continue
@@ -848,6 +858,8 @@ def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
 
     if isinstance(exc, ThreadBusy):
         return EXIT_BUSY, "error", str(exc)
+    if (lost := _lease_lost(exc)) is not None:
+        return EXIT_BUSY, "error", str(lost)
     if isinstance(exc, ConfigError):
         return EXIT_USAGE, "error", str(exc)
     cause = exc.__cause__ if isinstance(exc, RunStopped) else exc
@@ -892,7 +904,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
     Exit codes: 0 success, 3 awaiting input or budget exhausted, 1 a failed or stopped run,
-    2 bad usage or configuration (the database included), 4 the thread is busy, 130
+    2 bad usage or configuration (the database included), 4 the thread is busy or another
+    writer took it over while this run was stalled (nothing more was written), 130
     interrupted (Ctrl-C; a run's checkpoint is kept).
     """
     args = _parser().parse_args(argv)
