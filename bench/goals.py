@@ -359,7 +359,7 @@ def table(rows: Sequence[Mapping[str, Any]], plain: Mapping[str, Mapping[str, An
     for r in rows:
         p = plain.get(r["goal"])
         cells = [
-            r["goal"], str(r["status"]), str(r["stop_reason"] or "")[:60].replace("|", "/"),
+            r["goal"], str(r["status"]), " ".join(str(r["stop_reason"] or "").split())[:60].replace("|", "/"),
             "pass" if r["passed"] else "fail", "**yes**" if r["false_success"] else "no",
             str(r["rounds"]), str(r["model_calls"]), str(r["tokens"]), str(r["wall_s"]),
             "-" if p is None else ("pass" if p["passed"] else "fail"),

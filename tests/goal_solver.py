@@ -5,13 +5,15 @@
 The CLI is deepreflect's own (``agent.cli.main``), so the suite's runner exercises the path a
 user takes; only the models are scripted. The planner plans one step per artifact, each
 subagent writes the known-good artifact of tests/goal_solutions.py (the citations researcher
-searches first and cites what the search returned; the escalation goal's writer uses the
+searches first and cites what the search returned; with ``GOAL_SOLVER_WRONG`` set, they write
+the first known-bad artifact instead, for a false success; the escalation goal's writer uses the
 region from the human's answer, which reaches it through the replanned step), reflection
 finishes when every step is done, and escalates the escalation goal until it has an answer.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -26,9 +28,10 @@ from langchain_core.messages import BaseMessage, ToolMessage  # noqa: E402
 import agent.models  # noqa: E402
 from agent.scenarios import finish_or_continue, scenario_model  # noqa: E402
 from agent.scripted import ScriptedChatModel, prompt_json, tool_call  # noqa: E402
-from tests.goal_solutions import GOOD  # noqa: E402
+from tests.goal_solutions import BAD, GOOD  # noqa: E402
 
 PREFIX = "goal-"
+WRONG_ENV = "GOAL_SOLVER_WRONG"
 ACTION = {"citations": "researcher", "escalation": "writer"}
 CHECKS: dict[str, dict[str, Any]] = {
     "sql": {"kind": "sql", "db": "chinook"},
@@ -52,6 +55,8 @@ def _plan(goal: str, answer: str) -> dict[str, Any]:
 
 
 def _artifact(goal: str, path: str, instructions: str) -> str:
+    if os.environ.get(WRONG_ENV):  # the first known-bad artifact: a run that "succeeds" wrongly
+        return BAD[goal][0].get(path, "")
     body = GOOD[goal][path]
     if goal == "escalation":
         found = _REGION.search(instructions)
