@@ -101,11 +101,13 @@ def grader(goal: Goal) -> Grader:
     """The goal's hidden ``grade(files, run)`` (its folder's grader.py)."""
     if str(GOALS_DIR) not in sys.path:
         sys.path.insert(0, str(GOALS_DIR))  # grading.py, the graders' shared helpers
-    spec = importlib.util.spec_from_file_location(f"goal_grader_{goal.name}", goal.folder / "grader.py")
+    spec = importlib.util.spec_from_file_location(
+        f"goal_grader_{goal.name}", goal.folder / "grader.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.grade  # type: ignore[no-any-return]
+    return module.grade
 
 
 def build_database(script: Path, dest: Path) -> Path:
@@ -121,7 +123,8 @@ def build_database(script: Path, dest: Path) -> Path:
 
 @dataclass
 class Workspace:
-    """What one goal's run needs on disk, in a folder of its own."""
+    """What one goal's run needs on disk, in a folder of its own; deepreflect runs in its
+    ``given/`` folder, which holds the goal's given files."""
 
     folder: Path
     databases: dict[str, str]
@@ -131,14 +134,17 @@ class Workspace:
 
 def workspace(goal: Goal, folder: Path) -> Workspace:
     folder.mkdir(parents=True, exist_ok=True)
+    for path, text in goal.files.items():  # --file PATH names a file by its path from the cwd
+        (folder / "given" / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "given" / path).write_text(text, encoding="utf-8")
     dbs = {n: str(build_database(s, folder / f"{n}.db")) for n, s in goal.databases.items()}
     log = config = None
     if goal.search_corpus is not None:
         log, config = folder / "search.jsonl", folder / "mcp.json"
         log.write_text("")
         server = [str(GOALS_DIR / "search_server.py"), str(goal.search_corpus), str(log)]
-        entry = {"command": sys.executable, "args": server, "roles": ["researcher"]}
-        entry["env"] = {"PYTHONPATH": str(ROOT)}  # the server imports agent.search
+        entry: dict[str, Any] = {"command": sys.executable, "args": server}
+        entry |= {"roles": ["researcher"], "env": {"PYTHONPATH": str(ROOT)}}  # agent.search
         config.write_text(json.dumps({"mcpServers": {"search": entry}}))
     return Workspace(folder, dbs, log, config)
 
@@ -168,7 +174,7 @@ def run_command(
     cmd += ["--db", str(ws.folder / "threads.sqlite"), "--json", "--workload", goal.workload]
     if with_files:
         for path in goal.files:
-            cmd += ["--file", str(goal.folder / GIVEN / path)]
+            cmd += ["--file", path]  # relative to the cwd (the workspace's given/): its path
     for name, path in ws.databases.items():
         cmd += ["--database", f"{name}={path}"]
     if ws.mcp_config is not None:
@@ -189,7 +195,9 @@ def _invoke(cmd: Sequence[str], env: Mapping[str, str], cwd: Path) -> dict[str, 
         return {"status": "error", "stop_reason": f"exit {proc.returncode}: {tail}"}
 
 
-def exported(cli: Sequence[str], thread: str, db: Path, dest: Path, env: Mapping[str, str]) -> dict[str, str]:
+def exported(
+    cli: Sequence[str], thread: str, db: Path, dest: Path, env: Mapping[str, str]
+) -> dict[str, str]:
     """The thread's files, written by ``deepreflect export --all`` and read back."""
     from agent.export import MANIFEST
 
@@ -207,7 +215,9 @@ def exported(cli: Sequence[str], thread: str, db: Path, dest: Path, env: Mapping
 def usage_totals(usage: Mapping[str, Mapping[str, int]] | None) -> tuple[int, int]:
     """(model calls, tokens) over every role."""
     roles = (usage or {}).values()
-    return sum(int(r.get("calls", 0)) for r in roles), sum(int(r.get("total_tokens", 0)) for r in roles)
+    return sum(int(r.get("calls", 0)) for r in roles), sum(
+        int(r.get("total_tokens", 0)) for r in roles
+    )
 
 
 def add_usage(*usages: Mapping[str, Mapping[str, int]] | None) -> dict[str, dict[str, int]]:
@@ -235,12 +245,14 @@ def run_goal(
     ws = workspace(goal, folder)
     db = ws.folder / "threads.sqlite"
     started = time.monotonic()
-    first = _invoke(run_command(cli, goal, model, ws, with_files=with_files), env, ROOT)
+    cwd = ws.folder / "given"
+    cwd.mkdir(exist_ok=True)
+    first = _invoke(run_command(cli, goal, model, ws, with_files=with_files), env, cwd)
     results = [first]
     escalated = first.get("status") == "awaiting_input"
     if escalated and goal.escalates and goal.answer and first.get("thread_id"):
         resume = [*cli, "resume", first["thread_id"], goal.answer, "--db", str(db), "--json"]
-        results.append(_invoke(resume, env, ROOT))
+        results.append(_invoke(resume, env, cwd))
     wall = time.monotonic() - started
     last = results[-1]
     thread = first.get("thread_id")
@@ -287,7 +299,9 @@ def plain_messages(goal: Goal) -> list[Any]:
     """One request: the goal, its given files inline, and how to reply."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    system, _, user = (GOALS_DIR / "plain_prompt.txt").read_text(encoding="utf-8").partition("\n---\n")
+    system, _, user = (
+        (GOALS_DIR / "plain_prompt.txt").read_text(encoding="utf-8").partition("\n---\n")
+    )
     given = given_inline(goal)
     if goal.search_corpus is not None:  # no tools here: the search's documents are given
         corpus = json.loads(goal.search_corpus.read_text(encoding="utf-8"))
@@ -296,7 +310,9 @@ def plain_messages(goal: Goal) -> list[Any]:
         reply = "Reply with the complete artifact in one fenced code block."
     else:
         order = ", ".join(goal.artifacts)
-        reply = f"Reply with each file complete in its own fenced code block, in this order: {order}."
+        reply = (
+            f"Reply with each file complete in its own fenced code block, in this order: {order}."
+        )
     text = user.strip().format(goal=goal.goal, given=given, reply=reply)
     return [SystemMessage(system.strip()), HumanMessage(text)]
 
@@ -322,7 +338,11 @@ def run_plain(goal: Goal, model: Any, folder: Path) -> dict[str, Any]:
     try:
         answer = model.invoke(plain_messages(goal))
     except Exception as exc:  # one failed request must not lose the other goals
-        return {"goal": goal.name, "passed": False, "evidence": f"{type(exc).__name__}: {exc}"[:300]}
+        return {
+            "goal": goal.name,
+            "passed": False,
+            "evidence": f"{type(exc).__name__}: {exc}"[:300],
+        }
     wall = time.monotonic() - started
     files = fenced_artifacts(str(answer.content), goal.artifacts)
     corpus_results = None
@@ -344,12 +364,17 @@ def plain_chat(base_url: str, name: str) -> Any:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
-        model=name, base_url=base_url, api_key="local-llama-server",  # type: ignore[arg-type]
-        temperature=0, max_tokens=PLAIN_MAX_TOKENS, timeout=600, max_retries=0,  # type: ignore[call-arg]
+        model=name, base_url=base_url, api_key="local-llama-server",
+        temperature=0, max_tokens=PLAIN_MAX_TOKENS, timeout=600, max_retries=0,
     )  # fmt: skip
 
 
 # ------------------------------------------------------------------ the table
+
+
+def _cell(value: Any) -> str:
+    """A value on one line of a Markdown table."""
+    return " ".join(str(value or "").split())[:60].replace("|", "/")
 
 
 def table(rows: Sequence[Mapping[str, Any]], plain: Mapping[str, Mapping[str, Any]]) -> str:
@@ -359,7 +384,7 @@ def table(rows: Sequence[Mapping[str, Any]], plain: Mapping[str, Mapping[str, An
     for r in rows:
         p = plain.get(r["goal"])
         cells = [
-            r["goal"], str(r["status"]), " ".join(str(r["stop_reason"] or "").split())[:60].replace("|", "/"),
+            r["goal"], str(r["status"]), _cell(r["stop_reason"]),
             "pass" if r["passed"] else "fail", "**yes**" if r["false_success"] else "no",
             str(r["rounds"]), str(r["model_calls"]), str(r["tokens"]), str(r["wall_s"]),
             "-" if p is None else ("pass" if p["passed"] else "fail"),
@@ -404,7 +429,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 @contextmanager
 def serving(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """The model string and environment of the run: as given, or a server started here."""
-    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(ROOT)}
+    paths = (os.environ.get("PYTHONPATH") or str(ROOT)).split(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in paths if p)}
     if not args.serve:
         yield args.model, env
         return
@@ -412,8 +438,9 @@ def serving(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, dict[str
 
     real_eval.ensure_model(args.serve)
     with real_eval.served(args.serve, args.threads, args.n_ctx, out / "server.log") as port:
-        env |= {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
-                "OPENAI_API_KEY": "local-llama-server", "NO_PROXY": "127.0.0.1,localhost"}  # fmt: skip
+        env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
+        env["OPENAI_API_KEY"] = "local-llama-server"
+        env["NO_PROXY"] = "127.0.0.1,localhost"
         yield f"openai:{real_eval.SERVED_NAME[args.serve]}", env
 
 
@@ -423,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="deepreflect-goals-"))
     out.mkdir(parents=True, exist_ok=True)
     cli = shlex.split(args.deepreflect) if args.deepreflect else default_cli()
+    cli = [os.path.abspath(c) if os.sep in c and os.path.exists(c) else c for c in cli]
     with serving(args, out) as (model, env):
         with_files = supports_files(cli)
         rows, plain = [], {}

@@ -3,7 +3,7 @@ solver writes, and what every hidden grader must pass and must fail."""
 
 from __future__ import annotations
 
-ROMAN = '''def to_roman(n: int) -> str:
+ROMAN = """def to_roman(n: int) -> str:
     if not isinstance(n, int) or not 1 <= n <= 3999:
         raise ValueError(f"{n} is out of range")
     out = []
@@ -14,7 +14,7 @@ ROMAN = '''def to_roman(n: int) -> str:
             out.append(numeral)
             n -= value
     return "".join(out)
-'''
+"""
 STATS_FIXED = '''"""Small statistics helpers."""
 
 
@@ -35,7 +35,7 @@ def median(values: list[float]) -> float:
         return (ordered[middle - 1] + ordered[middle]) / 2
     return ordered[middle]
 '''
-WORDS = '''import re
+WORDS = """import re
 
 from textkit import count
 
@@ -51,8 +51,8 @@ def longest_word(text):
         if lengths[word] > len(best):
             best = word
     return best
-'''
-COUNT = '''def word_lengths(text):
+"""
+COUNT = """def word_lengths(text):
     from textkit.words import split_words
 
     return {w: len(w) for w in split_words(text)}
@@ -62,8 +62,8 @@ def count_words(text):
     from textkit.words import split_words
 
     return len(split_words(text))
-'''
-COUNT_SELF_CONTAINED = '''import re
+"""
+COUNT_SELF_CONTAINED = """import re
 
 
 def word_lengths(text):
@@ -72,7 +72,7 @@ def word_lengths(text):
 
 def count_words(text):
     return len(re.findall(r"[a-z0-9']+", text.lower()))
-'''
+"""
 INVENTORY = (
     '{"items": [{"sku": "A-100", "qty": 4, "price": 2.5}, {"sku": "A-101", "qty": 3, "price": 10},'
     ' {"sku": "B-220", "qty": 10, "price": 1.25}, {"sku": "C-003", "qty": 0, "price": 99.0}],'
@@ -125,18 +125,32 @@ BAD: dict[str, list[dict[str, str]]] = {
         {"roman.py": ROMAN.replace('(4, "IV"), ', "")},  # 4 as IIII
         {"roman.py": ROMAN.replace("raise ValueError", "return ''  #")},  # no ValueError
         {"roman.py": "def to_roman(n):\n    import pytest\n    pytest.skip('nothing')\n"},
-        {"roman.py": "def to_roman(n):\n    return 'I' * n\n", "conftest.py": "collect_ignore = ['.']\n"},
+        {
+            "roman.py": "def to_roman(n):\n    return 'I' * n\n",
+            "conftest.py": "collect_ignore = ['.']\n",
+        },
         {"roman.py": "def to_roman(n:\n"},
         {},
     ],
     "bughunt": [
-        {"stats.py": STATS_FIXED.replace("ordered[middle - 1] + ordered[middle]", "ordered[middle] + ordered[middle + 1]")},
-        {"stats.py": STATS_FIXED.replace("return sum(values) / len(values)", "return sum(values) // len(values)")},
+        {
+            "stats.py": STATS_FIXED.replace(
+                "ordered[middle - 1] + ordered[middle]", "ordered[middle] + ordered[middle + 1]"
+            )
+        },
+        {
+            "stats.py": STATS_FIXED.replace(
+                "return sum(values) / len(values)", "return sum(values) // len(values)"
+            )
+        },
         {"stats.py": STATS_FIXED.replace('raise ValueError("median of no values")', "return 0.0")},
     ],
     "package": [
         {"textkit/words.py": WORDS, "textkit/count.py": COUNT_SELF_CONTAINED},  # no mutual use
-        {"textkit/words.py": WORDS.replace("[A-Za-z0-9']+", "[A-Za-z]+"), "textkit/count.py": COUNT},
+        {
+            "textkit/words.py": WORDS.replace("[A-Za-z0-9']+", "[A-Za-z]+"),
+            "textkit/count.py": COUNT,
+        },
         {"textkit/words.py": WORDS},
         {"textkit/words.py": WORDS, "textkit/count.py": "def word_lengths(text:\n"},
     ],
@@ -145,7 +159,7 @@ BAD: dict[str, list[dict[str, str]]] = {
         {"inventory.json": INVENTORY.replace('"qty": 3', '"qty": "3"')},
         {"inventory.json": INVENTORY.replace('"out_of_stock": ["C-003"]', '"out_of_stock": []')},
         {"inventory.json": INVENTORY[:-1] + ', "note": "extra"}'},
-        {"inventory.json": INVENTORY.replace("{\"sku\": \"A-101\"", "{\"sku\": \"A-1O1\"")},
+        {"inventory.json": INVENTORY.replace('{"sku": "A-101"', '{"sku": "A-1O1"')},
         {"inventory.json": "```json\n" + INVENTORY + "\n```"},
     ],
     "sql": [
@@ -155,25 +169,47 @@ BAD: dict[str, list[dict[str, str]]] = {
         {"top_genres.sql": "DROP TABLE Track"},
     ],
     "citations": [
-        {"report.md": REPORT.replace("https://blog.example.net/choosing-a-vector-index", "https://en.wikipedia.org/wiki/HNSW")},
-        {"report.md": REPORT.replace("https://blog.example.net/choosing-a-vector-index", "https://docs.example.org/vector-search/hnsw")},  # 1 source
-        {"report.md": REPORT.replace("https://docs.example.org/vector-search/hnsw", "https://docs.example.org/vector-search/hnsw/extra")},
+        {
+            "report.md": REPORT.replace(
+                "https://blog.example.net/choosing-a-vector-index",
+                "https://en.wikipedia.org/wiki/HNSW",
+            )
+        },
+        {
+            "report.md": REPORT.replace(
+                "https://blog.example.net/choosing-a-vector-index",
+                "https://docs.example.org/vector-search/hnsw",
+            )
+        },  # 1 source
+        {
+            "report.md": REPORT.replace(
+                "https://docs.example.org/vector-search/hnsw",
+                "https://docs.example.org/vector-search/hnsw/extra",
+            )
+        },
         {"report.md": "# Report\nNo sources.\n"},
     ],
     "refactor": [
         {"pricing.py": PRICING.replace(" * 1.2", "")},  # behaviour changed
         {"pricing.py": PRICING.replace("total > 100", "total >= 100")},
-        {"pricing.py": PRICING.replace("def discounted_total", "def _discounted_total").replace("return round(discounted_total", "return round(_discounted_total")},
-        {"pricing.py": PRICING.replace(
-            "    return round(discounted_total(price, quantity, member) * 1.2, 2)",
-            "    total = price * quantity\n    if member:\n        total = total * 0.9\n"
-            "    if total > 100:\n        total -= 5\n    discounted_total(price, quantity, member)\n"
-            "    return round(total * 1.2, 2)",
-        )},  # still duplicated
+        {
+            "pricing.py": PRICING.replace("def discounted_total", "def _discounted_total").replace(
+                "return round(discounted_total", "return round(_discounted_total"
+            )
+        },
+        {
+            "pricing.py": PRICING.replace(
+                "    return round(discounted_total(price, quantity, member) * 1.2, 2)",
+                "    total = price * quantity\n    if member:\n        total = total * 0.9\n"
+                "    if total > 100:\n        total -= 5\n"
+                "    discounted_total(price, quantity, member)\n"
+                "    return round(total * 1.2, 2)",
+            )
+        },  # still duplicated
     ],
     "escalation": [
         {"deploy.json": DEPLOY.replace("eu-north-1", "us-east-1")},  # guessed
-        {"deploy.json": DEPLOY.replace("3}", "\"3\"}")},
-        {"deploy.json": "{\"service\": \"ledger\", \"region\": \"eu-north-1\"}"},
+        {"deploy.json": DEPLOY.replace("3}", '"3"}')},
+        {"deploy.json": '{"service": "ledger", "region": "eu-north-1"}'},
     ],
 }

@@ -110,7 +110,7 @@ def goal_model(name: str, role: str) -> BaseChatModel:
 
 
 if __name__ == "__main__":
-    agent.models.scenario_model = goal_model  # type: ignore[assignment]
+    agent.models.scenario_model = goal_model
     from agent.cli import main
 
     sys.exit(main())

@@ -54,21 +54,18 @@ def parsed_module(files: Mapping[str, str], path: str) -> ast.Module | str:
 def imported_names(tree: ast.Module, module: str) -> set[str]:
     """Names used from ``module`` anywhere in ``tree``: ``from module import f`` binds
     ``f``; ``import module`` / ``from pkg import module`` count ``module.f`` attributes."""
-    short = module.rsplit(".", 1)[-1]
+    parent, _, short = module.rpartition(".")
     names: set[str] = set()
     aliases: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == module or (node.level and node.module == short):
+        if isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if source == module or (node.level and source == short):
                 names.update(a.name for a in node.names)
-            elif node.module == module.rsplit(".", 1)[0] or (node.level and node.module is None):
+            elif source == parent or (node.level and not source):
                 aliases.update(a.asname or a.name for a in node.names if a.name == short)
-        elif isinstance(node, ast.ImportFrom) and node.level and node.module is None:
-            aliases.update(a.asname or a.name for a in node.names if a.name == short)
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == module:
-                    aliases.add(alias.asname or module)
+            aliases.update(a.asname or module for a in node.names if a.name == module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _dotted(node.value) in aliases:
             names.add(node.attr)

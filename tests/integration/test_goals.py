@@ -10,6 +10,7 @@ as a stop.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import sys
@@ -24,6 +25,7 @@ from tests.goal_solutions import BAD, GOOD
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "goals"))
 _spec = importlib.util.spec_from_file_location("goals_bench", ROOT / "bench" / "goals.py")
 assert _spec is not None and _spec.loader is not None
 goals = sys.modules["goals_bench"] = importlib.util.module_from_spec(_spec)  # for dataclasses
@@ -40,7 +42,9 @@ def spaces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {name: goals.workspace(goal, base / name) for name, goal in GOALS.items()}
 
 
-def _grade(name: str, files: dict[str, str], spaces: dict[str, Any], **run: Any) -> tuple[bool, str]:
+def _grade(
+    name: str, files: dict[str, str], spaces: dict[str, Any], **run: Any
+) -> tuple[bool, str]:
     goal = GOALS[name]
     results = None
     if goal.search_corpus is not None:
@@ -70,7 +74,9 @@ def test_each_grader_passes_its_known_good_artifacts(name: str, spaces: dict[str
 @pytest.mark.parametrize(
     ("name", "index"), [(n, i) for n in sorted(BAD) for i in range(len(BAD[n]))]
 )
-def test_each_grader_fails_every_known_bad_set(name: str, index: int, spaces: dict[str, Any]) -> None:
+def test_each_grader_fails_every_known_bad_set(
+    name: str, index: int, spaces: dict[str, Any]
+) -> None:
     passed, evidence = _grade(name, dict(BAD[name][index]), spaces)
     assert not passed, f"{name} bad set {index} passed: {evidence}"
     assert evidence
@@ -85,6 +91,27 @@ def test_citations_count_only_what_the_search_returned(spaces: dict[str, Any]) -
     passed, _ = _grade("citations", dict(GOOD["citations"]), spaces, search_results=[returned])
     assert not passed
     assert not _grade("citations", dict(GOOD["citations"]), spaces, search_results=[])[0]
+
+
+@pytest.mark.parametrize(
+    ("source", "uses"),
+    [
+        ("from .count import word_lengths", True),
+        ("from . import count\ncount.word_lengths(1)", True),
+        ("import textkit.count\ntextkit.count.word_lengths(1)", True),
+        ("import textkit.count as tc\ntc.word_lengths(1)", True),
+        ("def f():\n    from textkit.count import word_lengths", True),
+        ("from textkit import count as c\nc.word_lengths", True),
+        ("from textkit import words\nwords.word_lengths", False),
+        ("from textkit.words import word_lengths", False),
+        ("from . import words\nwords.word_lengths", False),
+        ("word_lengths = lambda t: {}  # textkit.count.word_lengths", False),
+    ],
+)
+def test_the_package_grader_reads_every_import_form(source: str, uses: bool) -> None:
+    import grading  # bench/goals/grading.py, on the path once a grader is loaded
+
+    assert ("word_lengths" in grading.imported_names(ast.parse(source), "textkit.count")) is uses
 
 
 def test_the_right_region_without_asking_is_a_guess(spaces: dict[str, Any]) -> None:
@@ -145,6 +172,18 @@ def test_the_plain_model_may_cite_only_the_sources_it_was_given(tmp_path: Path) 
     assert "https://docs.example.org/vector-search/ivf" in model.asked[0][-1].content
     invented = GOOD["citations"]["report.md"].replace("docs.example.org", "docs.example.com")
     assert not goals.run_plain(GOALS["citations"], _Plain(invented), tmp_path / "i")["passed"]
+
+
+def test_given_files_go_by_file_when_the_cli_takes_it_else_inline(tmp_path: Path) -> None:
+    goal = GOALS["bughunt"]
+    ws = goals.workspace(goal, tmp_path)
+    assert (tmp_path / "given" / "stats.py").read_text() == goal.files["stats.py"]
+    by_file = goals.run_command(["deepreflect"], goal, "m:x", ws, with_files=True)
+    assert by_file[by_file.index("--file") + 1] == "stats.py"
+    assert by_file[2] == goal.goal
+    inline = goals.run_command(["deepreflect"], goal, "m:x", ws, with_files=False)
+    assert "--file" not in inline and goal.files["stats.py"] in inline[2]
+    assert inline[inline.index("--workload") + 1] == "bughunt"
 
 
 # ------------------------------------------------------------------ end to end

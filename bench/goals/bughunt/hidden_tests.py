@@ -1,7 +1,6 @@
 """Hidden regression tests of the bughunt goal."""
 
 import pytest
-
 from stats import mean, median
 
 

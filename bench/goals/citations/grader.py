@@ -1,7 +1,8 @@
 """The citations goal: every URL report.md cites came back from the offline search tool."""
 
-from agent.checks import run_check
 from grading import Verdict, missing
+
+from agent.checks import run_check
 
 PATH = "report.md"
 

@@ -5,7 +5,13 @@ from textkit.words import longest_word, split_words
 
 
 def test_split_words():
-    assert split_words("Hello, World! It's 2 o'clock.") == ["hello", "world", "it's", "2", "o'clock"]
+    assert split_words("Hello, World! It's 2 o'clock.") == [
+        "hello",
+        "world",
+        "it's",
+        "2",
+        "o'clock",
+    ]
     assert split_words("  ") == []
 
 

@@ -1,11 +1,18 @@
 """Hidden tests of the refactor goal: today's behaviour, value for value."""
 
 import pytest
-
 from pricing import book_price, discounted_total, music_price
 
-CASES = [(10.0, 1, False), (10.0, 1, True), (30.0, 4, False), (30.0, 4, True), (99.99, 1, True),
-         (50.0, 3, True), (0.0, 5, True), (12.5, 8, False)]
+CASES = [
+    (10.0, 1, False),
+    (10.0, 1, True),
+    (30.0, 4, False),
+    (30.0, 4, True),
+    (99.99, 1, True),
+    (50.0, 3, True),
+    (0.0, 5, True),
+    (12.5, 8, False),
+]
 
 
 def _reference(price, quantity, member):

@@ -1,7 +1,8 @@
 """The SQL goal: the query's result rows against a hidden reference query on Chinook."""
 
-from agent.checks import run_check
 from grading import Verdict, missing
+
+from agent.checks import run_check
 
 PATH = "top_genres.sql"
 REFERENCE = (
