@@ -168,9 +168,12 @@ def given_inline(goal: Goal) -> str:
 
 
 def run_command(
-    cli: Sequence[str], goal: Goal, model: str, ws: Workspace, *, with_files: bool
-) -> list[str]:
+    cli: Sequence[str], goal: Goal, model: str, ws: Workspace, *, with_files: bool,
+    time_budget: float | None = None,
+) -> list[str]:  # fmt: skip
     cmd = [*cli, "run", goal_text(goal, not with_files), "--model", model]
+    if time_budget is not None:
+        cmd += ["--time-budget", str(time_budget)]
     cmd += ["--db", str(ws.folder / "threads.sqlite"), "--json", "--workload", goal.workload]
     if with_files:
         for path in goal.files:
@@ -238,7 +241,7 @@ def false_success(status: str | None, passed: bool) -> bool:
 
 def run_goal(
     goal: Goal, model: str, cli: Sequence[str], folder: Path, env: Mapping[str, str],
-    *, with_files: bool,
+    *, with_files: bool, time_budget: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One goal through deepreflect: run, resume with the human answer if it escalates,
     export, grade."""
@@ -247,7 +250,9 @@ def run_goal(
     started = time.monotonic()
     cwd = ws.folder / "given"
     cwd.mkdir(exist_ok=True)
-    first = _invoke(run_command(cli, goal, model, ws, with_files=with_files), env, cwd)
+    first = _invoke(
+        run_command(cli, goal, model, ws, with_files=with_files, time_budget=time_budget), env, cwd
+    )
     results = [first]
     escalated = first.get("status") == "awaiting_input"
     if escalated and goal.escalates and goal.answer and first.get("thread_id"):
@@ -264,6 +269,7 @@ def run_goal(
         "status": last.get("status"),
         "stop_reason": last.get("stop_reason"),
         "escalated": escalated,
+        "given_by": "--file" if with_files and goal.files else "goal text" if goal.files else "-",
         "passed": passed,
         "false_success": false_success(last.get("status"), passed),
         "evidence": evidence,
@@ -418,6 +424,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     parser.add_argument("--out", help="keep every goal's workspace here (default: a temp dir)")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain model")
+    parser.add_argument(
+        "--time-budget", type=float, metavar="S", help="deepreflect run --time-budget per goal"
+    )
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (--serve)")
     parser.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context (--serve)")
     parser.add_argument(
@@ -457,7 +466,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for goal in goals:
             print(f"goal {goal.name} ...", file=sys.stderr, flush=True)
             model_of = model.replace("{goal}", goal.name)  # a scripted tier: one per goal
-            rows.append(run_goal(goal, model_of, cli, out / goal.name, env, with_files=with_files))
+            rows.append(
+                run_goal(
+                    goal,
+                    model_of,
+                    cli,
+                    out / goal.name,
+                    env,
+                    with_files=with_files,
+                    time_budget=args.time_budget,
+                )  # fmt: skip
+            )
             base = env.get("OPENAI_BASE_URL")
             if not args.no_plain and model.startswith("openai:") and base:
                 chat = plain_chat(base, model.removeprefix("openai:"))
