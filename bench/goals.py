@@ -187,10 +187,13 @@ def run_command(
 
 def _invoke(cmd: Sequence[str], env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
     """One deepreflect command's JSON Result (or why there is none)."""
-    proc = subprocess.run(
-        list(cmd), capture_output=True, text=True, env=dict(env), cwd=cwd,
-        timeout=RUN_TIMEOUT_S, check=False,
-    )  # fmt: skip
+    try:
+        proc = subprocess.run(
+            list(cmd), capture_output=True, text=True, env=dict(env), cwd=cwd,
+            timeout=RUN_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "stop_reason": f"no Result within {RUN_TIMEOUT_S:.0f} s"}
     try:
         return dict(json.loads(proc.stdout))
     except (json.JSONDecodeError, TypeError):
@@ -223,17 +226,6 @@ def usage_totals(usage: Mapping[str, Mapping[str, int]] | None) -> tuple[int, in
     )
 
 
-def add_usage(*usages: Mapping[str, Mapping[str, int]] | None) -> dict[str, dict[str, int]]:
-    """Usages of several turns summed per role (a Result reports its own turn's)."""
-    total: dict[str, dict[str, int]] = {}
-    for usage in usages:
-        for role, counts in (usage or {}).items():
-            slot = total.setdefault(role, {})
-            for key, value in counts.items():
-                slot[key] = slot.get(key, 0) + int(value)
-    return total
-
-
 def false_success(status: str | None, passed: bool) -> bool:
     """The run said it succeeded and the hidden grader says it did not."""
     return status == "success" and not passed
@@ -263,7 +255,8 @@ def run_goal(
     thread = first.get("thread_id")
     files = exported(cli, thread, db, ws.folder / "export", env) if thread else {}
     passed, evidence = grade_files(goal, files, ws, escalated=escalated)
-    calls, tokens = usage_totals(add_usage(*(r.get("usage") for r in results)))
+    # usage and rounds are the thread's so far: the last turn's Result holds both turns
+    calls, tokens = usage_totals(max((r.get("usage") or {} for r in results), key=usage_totals))
     return {
         "goal": goal.name,
         "status": last.get("status"),
@@ -273,7 +266,7 @@ def run_goal(
         "passed": passed,
         "false_success": false_success(last.get("status"), passed),
         "evidence": evidence,
-        "rounds": sum(int(r.get("rounds") or 0) for r in results),
+        "rounds": max(int(r.get("rounds") or 0) for r in results),
         "model_calls": calls,
         "tokens": tokens,
         "wall_s": round(wall, 1),

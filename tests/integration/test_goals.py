@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,15 @@ def test_scripted_goals_run_through_deepreflect_and_pass_their_graders(tmp_path:
     assert not rows["sql"]["escalated"]
     log = (tmp_path / "citations" / "search.jsonl").read_text().splitlines()
     assert log and "docs.example.org" in json.loads(log[0])["result"]  # the MCP search ran
+    # two turns, counted once: the thread's usage so far, as `deepreflect show` reports it
+    shown = subprocess.run(
+        [*SOLVER.split(), "show", rows["escalation"]["thread_id"], "--json",
+         "--db", str(tmp_path / "escalation" / "threads.sqlite")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    usage = json.loads(shown.stdout)["usage"].values()
+    assert rows["escalation"]["model_calls"] == sum(u["calls"] for u in usage)
+    assert rows["escalation"]["tokens"] == sum(u["total_tokens"] for u in usage)
     exported = tmp_path / "escalation" / "export" / "deploy.json"
     assert json.loads(exported.read_text())["region"] == "eu-north-1"
 
