@@ -5,8 +5,9 @@ never typed by hand.
     python bench/figures.py --write    # and replace docs/performance.md's figures section
     python bench/figures.py storage parallel --write   # only some (the others are kept)
 
-The section of docs/performance.md between ``<!-- figures:begin -->`` and ``<!-- figures:end -->`` holds one
-block per benchmark: the command and its output, verbatim, with the date it ran.
+The section of docs/performance.md between ``<!-- figures:begin -->`` and
+``<!-- figures:end -->`` holds one block per benchmark: the command and its output, verbatim,
+with the date it ran.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ resolves, the table of contents lists every page and the README links to each (i
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,26 @@ def test_the_table_of_contents_lists_every_page_and_the_readme_links_each():
 def test_the_readme_stays_short():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= 320, f"README.md has {lines} lines; move the detail to docs/"
+
+
+def _extras() -> set[str]:
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return set(tomllib.load(file)["project"]["optional-dependencies"])
+
+
+def test_every_extra_a_page_installs_exists():
+    named = {
+        extra
+        for page in PAGES
+        for group in re.findall(r"(?:\.|deepreflect)\[([\w,-]+)\]", page.read_text())
+        for extra in group.split(",")
+    }
+    assert named and not named - _extras(), sorted(named - _extras())
+
+
+def test_the_readme_names_every_extra_a_user_may_pick():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"^Extras: (.*?)\n\n", readme, re.M | re.S)
+    assert found, "README.md has no 'Extras:' paragraph"
+    missing = _extras() - {"test", "dev"} - set(re.findall(r"`([\w-]+)`", found[1]))
+    assert not missing, f"README.md's Extras paragraph does not name {sorted(missing)}"
