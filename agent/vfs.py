@@ -1,7 +1,7 @@
 """The virtual filesystem: file entries in state, path rules, summaries and a scoped workspace.
 
 Subagents never touch the host disk: they read and write entries of the ``files`` state key
-through a :class:`Workspace` that enforces their write scope (seed 000; README, Security).
+through a :class:`Workspace` that enforces their write scope (seed 000; docs/security.md).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ LEVELS: tuple[IsolationLevel, ...] = ("kernel", "landlock", "process")
 ENV = "DEEPREFLECT_SANDBOX"
 WARNING = (
     "generated code runs in the weaker process sandbox, not a kernel sandbox "
-    f"({ENV}=process): its audit hook is not a boundary; see README, Security"
+    f"({ENV}=process): its audit hook is not a boundary; see docs/security.md"
 )
 
 
