@@ -16,11 +16,12 @@ if TYPE_CHECKING:
     from agent.export import artifacts
     from agent.graph import build_graph
     from agent.journal import declare_tool
-    from agent.lease import ThreadBusy
+    from agent.lease import LeaseLost, ThreadBusy
     from agent.models import ScriptedChatModel
     from agent.result import Result
     from agent.runner import aresume, arun, resume, run
     from agent.subagents import SubAgent
+    from agent.user_files import UserFileError, load_files
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -29,6 +30,7 @@ _EXPORTS = {
     "artifacts": "agent.export",
     "ScriptedChatModel": "agent.models",
     "SubAgent": "agent.subagents",
+    "LeaseLost": "agent.lease",
     "ThreadBusy": "agent.lease",
     "build_graph": "agent.graph",
     "declare_tool": "agent.journal",
@@ -37,6 +39,8 @@ _EXPORTS = {
     "arun": "agent.runner",
     "resume": "agent.runner",
     "run": "agent.runner",
+    "UserFileError": "agent.user_files",
+    "load_files": "agent.user_files",
 }
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "artifacts",
     "ScriptedChatModel",
     "SubAgent",
+    "LeaseLost",
     "ThreadBusy",
     "build_graph",
     "declare_tool",
@@ -53,6 +58,8 @@ __all__ = [
     "arun",
     "resume",
     "run",
+    "UserFileError",
+    "load_files",
 ]
 
 

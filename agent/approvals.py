@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.errors import ConfigError
-from agent.journal import canonical
+from agent.journal import canonical, key_material
 
 __all__ = [
     "DECISIONS",
@@ -92,10 +92,10 @@ def approval_id(
     step: Mapping[str, Any], plan_version: int, occurrence: int, name: str, args: Any
 ) -> str:
     """The id of the approval of one call (see the module docstring)."""
-    text = "\x00".join(
-        (str(plan_version), step_fingerprint(step), str(occurrence), name, canonical(args))
+    text = key_material(
+        str(plan_version), step_fingerprint(step), str(occurrence), name, canonical(args)
     )
-    return "ap-" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    return "ap-" + hashlib.sha256(text).hexdigest()[:24]
 
 
 def unknown_outcome_id(call_key: str) -> str:

@@ -86,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _budgets(demo)
     _databases(demo)
+    _user_files(demo)
     _db(demo, json_flag=True)
     _out(demo)
 
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     _budgets(run_p)
     _databases(run_p)
     _mcp(run_p)
+    _user_files(run_p)
     _db(run_p, json_flag=True)
     _out(run_p)
 
@@ -180,6 +182,18 @@ def _db(p: argparse.ArgumentParser, *, json_flag: bool = False) -> None:
     )
     if json_flag:
         p.add_argument("--json", action="store_true", help="print the Result as JSON")
+
+
+def _user_files(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        metavar="PATH",
+        help="a file or folder the agent gets to read or edit (repeatable); a folder adds its "
+        "text files, skipping .git/ and what .gitignore ignores; paths inside the current "
+        "folder keep their relative path, others are named from their parent",
+    )
 
 
 def _out(p: argparse.ArgumentParser) -> None:
@@ -386,7 +400,17 @@ def _running(thread_id: str) -> Iterator[None]:
     except (ConfigError, ThreadBusy):
         raise
     except Exception as exc:
+        if (lost := _lease_lost(exc)) is not None:
+            raise lost from None  # another writer has the thread: not a stopped run
         raise RunStopped(thread_id) from exc
+
+
+def _lease_lost(exc: BaseException) -> Exception | None:
+    """The :class:`~agent.lease.LeaseLost` in ``exc``'s chain, if a lost lease ended it."""
+    from agent.errors import exception_chain
+    from agent.lease import LeaseLost
+
+    return next((link for link in exception_chain(exc) if isinstance(link, LeaseLost)), None)
 
 
 def _finish(console: Console, result: Result, as_json: bool) -> int:
@@ -405,23 +429,43 @@ def _where(db: str | None) -> str:
     return shown_location(db_location(db))
 
 
+def _loaded_files(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--file PATH ...`` read from disk (a usage error, exit 2, names a bad one); what a
+    folder held but was left out is said on stderr."""
+    if not getattr(args, "files", None):
+        return None
+    from agent.user_files import load_files
+
+    skipped: list[str] = []
+    files = load_files(args.files, skipped=skipped)
+    for note in skipped:
+        _warn(f"--file: skipped {note}")
+    return files
+
+
 def _cmd_run(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
     from agent.checkpointers import open_checkpointer
     from agent.graph import build_graph
     from agent.progress import Progress, line
     from agent.runner import run
+    from agent.user_files import describe_files
 
     _check_models(ctx)
+    files = _loaded_files(args)
     tools = _tools(args)
     thread_id = args.thread = getattr(args, "thread", None) or str(uuid.uuid4())
     with open_checkpointer(args.db) as saver:
         graph = build_graph(checkpointer=saver, tools=tools)
         if not args.json:
             console.print(line(("goal", "bold"), f": {goal}"))
+            if files is not None:
+                console.print(line(("files", "bold"), f": {describe_files(files)}"))
             console.print(line((f"thread {thread_id} in {_where(args.db)}", "dim")))
         on_update = None if args.json else Progress(console)
         with _running(thread_id):
-            result = run(graph, goal, thread_id=thread_id, context=ctx, on_update=on_update)
+            result = run(
+                graph, goal, thread_id=thread_id, context=ctx, on_update=on_update, files=files
+            )
         _export_out(args, graph, thread_id)
     return _finish(console, result, args.json)
 
@@ -707,7 +751,7 @@ def _cmd_delete(args: argparse.Namespace, console: Console) -> int:
 def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -> int:
     """Delete each thread of ``rows`` (``ThreadRow``), saying which were deleted and which a
     run holds; exit 4 when any was busy."""
-    from agent.lease import ThreadBusy
+    from agent.lease import LeaseLost, ThreadBusy
     from agent.progress import line
     from agent.threads import delete_thread
 
@@ -715,7 +759,7 @@ def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -
     for row in rows:
         try:
             delete_thread(saver, row.thread_id)
-        except ThreadBusy as exc:
+        except (ThreadBusy, LeaseLost) as exc:
             busy += 1
             _error_line("not deleted", str(exc))
             continue
@@ -814,6 +858,8 @@ def _failure(exc: BaseException, location: str) -> tuple[int, str, str]:
 
     if isinstance(exc, ThreadBusy):
         return EXIT_BUSY, "error", str(exc)
+    if (lost := _lease_lost(exc)) is not None:
+        return EXIT_BUSY, "error", str(lost)
     if isinstance(exc, ConfigError):
         return EXIT_USAGE, "error", str(exc)
     cause = exc.__cause__ if isinstance(exc, RunStopped) else exc
@@ -858,7 +904,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
     Exit codes: 0 success, 3 awaiting input or budget exhausted, 1 a failed or stopped run,
-    2 bad usage or configuration (the database included), 4 the thread is busy, 130
+    2 bad usage or configuration (the database included), 4 the thread is busy or another
+    writer took it over while this run was stalled (nothing more was written), 130
     interrupted (Ctrl-C; a run's checkpoint is kept).
     """
     args = _parser().parse_args(argv)

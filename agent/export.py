@@ -3,6 +3,11 @@
 Writing never leaves the target folder: every path is checked by the virtual filesystem's own
 rules, no symlink inside the folder is followed, and an existing file is replaced only when
 asked (``force``). Contents are written byte for byte as the thread holds them.
+
+The user's files (``origin: "user"``) are exported like artifacts: one a step edited and
+checked is ``done`` and written at its own path, so exporting into the folder it came from
+(``--force``) puts the edited version in place; one no step touched is written only with
+``include_all``.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ def export_files(
     if include_all:
         manifest = {
             p: {"status": e.get("status"), "sha256": e.get("sha256"), "bytes": e.get("bytes")}
+            | ({"origin": e["origin"]} if e.get("origin") else {})
             for p, e in chosen.items()
         }
         text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"

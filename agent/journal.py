@@ -43,6 +43,7 @@ __all__ = [
     "ToolPolicy",
     "args_digest",
     "call_key",
+    "key_material",
     "declare_tool",
     "journal_for",
     "policy_of",
@@ -128,9 +129,19 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def key_material(*parts: str) -> bytes:
+    """The bytes a key or digest hashes: ``parts`` as a JSON list, one text per tuple.
+
+    Joining with a separator is ambiguous as soon as a part may contain it (a thread id
+    with a NUL in it: ``("a\\0b", "c")`` and ``("a", "b\\0c")`` would be one key); a JSON
+    string is quoted and escaped, so no part runs into the next. ASCII escapes keep a lone
+    surrogate encodable."""
+    return json.dumps(list(parts), ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def args_digest(name: str, args: Mapping[str, Any]) -> str:
     """Hash of a tool name and its exact arguments."""
-    return hashlib.sha256(f"{name}\x00{canonical(args)}".encode()).hexdigest()[:32]
+    return hashlib.sha256(key_material(name, canonical(args))).hexdigest()[:32]
 
 
 def call_key(thread_id: str, scope: str, step_id: str, occurrence: int, digest: str) -> str:
@@ -138,8 +149,8 @@ def call_key(thread_id: str, scope: str, step_id: str, occurrence: int, digest: 
     many identical calls (same name and arguments) this draft made before it, and the hash.
     No attempt, retry or revision number: a re-run or a revision that makes the same call
     gets the same key."""
-    text = "\x00".join((thread_id, scope, step_id, str(occurrence), digest))
-    return "dr-" + hashlib.sha256(text.encode()).hexdigest()[:40]
+    text = key_material(thread_id, scope, step_id, str(occurrence), digest)
+    return "dr-" + hashlib.sha256(text).hexdigest()[:40]
 
 
 # ---------------------------------------------------------------------------- stores
@@ -174,12 +185,15 @@ class MemoryJournal:
 
 class SqliteJournal:
     """Entries in a table of the checkpoints' SQLite file, on a connection of its own; each
-    write is committed before :meth:`put` returns."""
+    write is committed before :meth:`put` returns. An entry of a thread this process
+    leases is fenced like its checkpoints (``agent.fencing``): a writer that lost the lease
+    journals nothing, so it does not start a call either."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._fenced = False
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -206,12 +220,24 @@ class SqliteJournal:
         return _loaded(row[0]) if row else None
 
     async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
+        from agent.fencing import LeaseLost, held_token, install_sqlite_fence, refused_by_fence
+
+        scope = ("sqlite", os.path.realpath(self.path))
         with self._lock:
-            self._connection().execute(
-                f"INSERT OR REPLACE INTO {TABLE} (thread_id, key, entry, updated_at) "
-                "VALUES (?, ?, ?, ?)",
-                (thread_id, key, json.dumps(dict(entry), default=str), time.time()),
-            )
+            conn = self._connection()
+            if not self._fenced and held_token(scope, thread_id) is not None:
+                install_sqlite_fence(conn, scope, (TABLE,))  # the lease table exists by now
+                self._fenced = True
+            try:
+                conn.execute(
+                    f"INSERT OR REPLACE INTO {TABLE} (thread_id, key, entry, updated_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (thread_id, key, json.dumps(dict(entry), default=str), time.time()),
+                )
+            except sqlite3.IntegrityError as exc:
+                if refused_by_fence(exc):
+                    raise LeaseLost(thread_id) from exc
+                raise
 
 
 class StoreJournal:
@@ -256,31 +282,49 @@ class PostgresJournal:
         return _loaded(row["entry"] if isinstance(row, Mapping) else row[0])
 
     async def put(self, thread_id: str, key: str, entry: Mapping[str, Any]) -> None:
-        text = json.dumps(dict(entry), default=str)
-        await self._execute(self.PUT, (thread_id, key, text, time.time()))
+        from agent.fencing import held_token
 
-    async def _execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+        text = json.dumps(dict(entry), default=str)
+        token = held_token(("postgres", id(self.saver.conn)), thread_id)
+        fence = None if token is None else (thread_id, token)
+        await self._execute(self.PUT, (thread_id, key, text, time.time()), fence)
+
+    async def _execute(
+        self, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None = None
+    ) -> Any:
         if self.is_async:
             return await self._async_execute(sql, params)
         import asyncio
 
-        return await asyncio.to_thread(self._sync_execute, sql, params)
+        return await asyncio.to_thread(self._sync_execute, sql, params, fence)
 
-    def _sync_execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+    def _sync_execute(
+        self, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None
+    ) -> Any:
         from psycopg import Connection
 
         conn = self.saver.conn
         if isinstance(conn, Connection):
             with self.saver.lock:
-                return self._run(conn, sql, params)
+                return self._run(conn, sql, params, fence)
         with conn.connection() as pooled:
-            return self._run(pooled, sql, params)
+            return self._run(pooled, sql, params, fence)
 
-    def _run(self, conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
-        with conn.cursor() as cur:
-            if not self._ready:
+    def _run(
+        self, conn: Any, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None
+    ) -> Any:
+        from agent.fencing import check_pg_fence
+
+        if not self._ready:
+            with conn.cursor() as cur:
                 cur.execute(self.CREATE)
-                self._ready = True
+            if not conn.autocommit:
+                conn.commit()
+            self._ready = True
+        # one transaction: a leased thread's entry is written only while its token holds
+        with conn.transaction(), conn.cursor() as cur:
+            if fence is not None:
+                check_pg_fence(cur, *fence)
             cur.execute(sql, params)
             row = cur.fetchone() if cur.description else None
         if not conn.autocommit:

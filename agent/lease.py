@@ -3,7 +3,13 @@
 Two processes answering one paused thread at once would both continue from the same
 checkpoint and fork the thread, and one answer would be lost. With the lease the second
 writer fails at once with :class:`ThreadBusy` and nothing is written. The lease lives next
-to the checkpoints, so it holds across processes and machines:
+to the checkpoints, so it holds across processes and machines.
+
+Each acquisition gets a fencing token, larger than every token before it in that database.
+A writer can stall past its lease (a stopped process, a machine that paused) and wake after
+another writer took the thread over: every checkpoint and journal write of a held thread
+checks, in the write's own transaction, that the lease row still carries the writer's
+token, so the stale writer gets :class:`LeaseLost` and writes nothing (``agent.fencing``).
 
 - SQLite: a row in ``deepreflect_leases`` in the checkpoints' database file, taken inside
   ``BEGIN IMMEDIATE`` (one writer at a time, so checking and taking are one atomic step). A
@@ -12,13 +18,15 @@ to the checkpoints, so it holds across processes and machines:
   later resume.
 - PostgreSQL: a session-level advisory lock on the saver's connection. The server drops it
   when that connection dies: at once for a killed process, within about 25 seconds for a
-  machine that vanished (the session's TCP keepalive), without any timeout of ours.
+  machine that vanished (the session's TCP keepalive), without any timeout of ours. The
+  token is a row of ``deepreflect_leases`` taken from a sequence once the lock is held.
 - Any other checkpointer (in memory, unknown): a lock inside this process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import socket
 import sqlite3
@@ -30,10 +38,16 @@ from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from agent.errors import AgentError, ErrorClass
+from agent.errors import AgentError, ConfigError, ErrorClass
+from agent.fencing import LEASE_TABLE, LeaseLost, fence, fence_tokens
+
+__all__ = ["Lease", "LeaseLost", "ThreadBusy", "hold", "lease_holder", "lease_ttl_s"]
 
 DEFAULT_TTL_S = 30.0  # a lease nobody renews is free after this long
-TABLE = "deepreflect_leases"
+TTL_ENV = "DEEPREFLECT_LEASE_TTL_S"
+TABLE = LEASE_TABLE
+EPOCH_TABLE = "deepreflect_lease_epoch"  # SQLite: the last token handed out in the file
+PG_TOKENS = "deepreflect_lease_tokens"  # PostgreSQL: the sequence tokens come from
 HOST = socket.gethostname()
 _TRY_AGAIN = "try again when it has stopped"
 _BUSY = f"another run or resume is writing to it; {_TRY_AGAIN}"
@@ -45,6 +59,21 @@ class ThreadBusy(AgentError):
     def __init__(self, thread_id: str, detail: str = _BUSY) -> None:
         super().__init__(ErrorClass.TRANSIENT, f"thread {thread_id} is busy: {detail}")
         self.thread_id = thread_id
+
+
+def lease_ttl_s() -> float:
+    """How long a lease nobody renews lasts: ``DEEPREFLECT_LEASE_TTL_S``, else 30 seconds."""
+    text = os.environ.get(TTL_ENV, "").strip()
+    if not text:
+        return DEFAULT_TTL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.05 <= value <= 86400:  # NaN fails too
+        msg = f"{TTL_ENV} wants a number of seconds between 0.05 and 86400, not {text!r}"
+        raise ConfigError(msg)
+    return value
 
 
 @dataclass(frozen=True)
@@ -99,17 +128,18 @@ def advisory_key(thread_id: str) -> int:
 
 
 class Lease:
-    """A held lease. :meth:`check` raises :class:`ThreadBusy` once it has been lost."""
+    """A held lease and its fencing token. :meth:`check` raises :class:`LeaseLost` once the
+    heartbeat found it taken."""
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, token: int = 0) -> None:
         self.thread_id = thread_id
+        self.token = token
         self.lost = threading.Event()
 
     def check(self) -> None:
         """Stop a run whose lease another writer took (this process stalled past the TTL)."""
         if self.lost.is_set():
-            detail = "another writer took its lease while this process was stalled"
-            raise ThreadBusy(self.thread_id, detail)
+            raise LeaseLost(self.thread_id)
 
 
 class _Store(Protocol):
@@ -118,9 +148,9 @@ class _Store(Protocol):
     scope: tuple[Any, ...]  # identity of the store inside this process
     renews: bool  # whether a heartbeat must renew a held lease
 
-    def acquire(self, thread_id: str, me: Holder) -> None: ...  # raises ThreadBusy
-    def renew(self, thread_id: str, me: Holder) -> bool: ...  # False: the lease was lost
-    def release(self, thread_id: str, me: Holder) -> None: ...
+    def acquire(self, thread_id: str, me: Holder) -> int: ...  # the token; or ThreadBusy
+    def renew(self, thread_id: str, me: Holder, token: int) -> bool: ...  # False: lost
+    def release(self, thread_id: str, me: Holder, token: int) -> None: ...
 
 
 class _LocalStore:
@@ -131,14 +161,48 @@ class _LocalStore:
     def __init__(self, checkpointer: object) -> None:
         self.scope = ("local", id(checkpointer))
 
-    def acquire(self, thread_id: str, me: Holder) -> None:
-        return None
+    def acquire(self, thread_id: str, me: Holder) -> int:
+        return next(_LOCAL_TOKENS)
 
-    def renew(self, thread_id: str, me: Holder) -> bool:
+    def renew(self, thread_id: str, me: Holder, token: int) -> bool:
         return True
 
-    def release(self, thread_id: str, me: Holder) -> None:
+    def release(self, thread_id: str, me: Holder, token: int) -> None:
         return None
+
+
+_LOCAL_TOKENS = itertools.count(1)
+
+
+_SQLITE_LEASES = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+    "host TEXT NOT NULL, pid INTEGER NOT NULL, expires_at REAL NOT NULL, "
+    "token INTEGER NOT NULL DEFAULT 0)"
+)
+_SQLITE_EPOCH = (
+    f"CREATE TABLE IF NOT EXISTS {EPOCH_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 0), "
+    "last INTEGER NOT NULL)"
+)
+
+
+def next_sqlite_token(conn: sqlite3.Connection) -> int:
+    """The next fencing token of the file, inside the caller's write transaction.
+
+    One counter for the whole file, never reset: a lease row is deleted on release, and a
+    thread deleted and started again must not hand a stale writer its old token back."""
+    conn.execute(_SQLITE_EPOCH)
+    conn.execute(f"INSERT OR IGNORE INTO {EPOCH_TABLE} VALUES (0, 0)")
+    conn.execute(f"UPDATE {EPOCH_TABLE} SET last = last + 1 WHERE id = 0")
+    row = conn.execute(f"SELECT last FROM {EPOCH_TABLE} WHERE id = 0").fetchone()
+    return int(row[0])
+
+
+def ensure_sqlite_leases(conn: sqlite3.Connection) -> None:
+    """The lease table, with its ``token`` column (added to a file from before tokens)."""
+    conn.execute(_SQLITE_LEASES)
+    columns = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
+    if "token" not in columns:
+        conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN token INTEGER NOT NULL DEFAULT 0")
 
 
 class _SqliteStore:
@@ -152,15 +216,11 @@ class _SqliteStore:
         self.conn: sqlite3.Connection | None = None
         self.lock = threading.Lock()  # the heartbeat and release share the connection
 
-    def acquire(self, thread_id: str, me: Holder) -> None:
+    def acquire(self, thread_id: str, me: Holder) -> int:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, "
-                "owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, "
-                "expires_at REAL NOT NULL)"
-            )
+            ensure_sqlite_leases(conn)
             row = conn.execute(
                 f"SELECT owner, host, pid, expires_at FROM {TABLE} WHERE thread_id = ?",
                 (thread_id,),
@@ -169,34 +229,37 @@ class _SqliteStore:
                 holder = Holder(str(row[0]), str(row[1]), int(row[2]), float(row[3]))
                 if holder_is_live(holder, now=time.time(), host=HOST):
                     raise ThreadBusy(thread_id, f"{holder.describe()}; {_TRY_AGAIN}")
+            token = next_sqlite_token(conn)
             conn.execute(
-                f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
-                (thread_id, me.owner, me.host, me.pid, me.expires_at),
+                f"INSERT OR REPLACE INTO {TABLE} (thread_id, owner, host, pid, expires_at, token) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (thread_id, me.owner, me.host, me.pid, me.expires_at, token),
             )
             conn.execute("COMMIT")
         except BaseException:
             conn.close()  # closing rolls the open transaction back
             raise
         self.conn = conn
+        return token
 
-    def renew(self, thread_id: str, me: Holder) -> bool:
+    def renew(self, thread_id: str, me: Holder, token: int) -> bool:
+        # fenced like every write: a writer whose token was taken cannot extend the new lease
         with self.lock:
             if self.conn is None:
                 return False
             cur = self.conn.execute(
-                f"UPDATE {TABLE} SET expires_at = ? WHERE thread_id = ? AND owner = ?",
-                (me.expires_at, thread_id, me.owner),
+                f"UPDATE {TABLE} SET expires_at = ? WHERE thread_id = ? AND token = ?",
+                (me.expires_at, thread_id, token),
             )
             return cur.rowcount == 1
 
-    def release(self, thread_id: str, me: Holder) -> None:
+    def release(self, thread_id: str, me: Holder, token: int) -> None:
         # A row left behind (the delete failed) names this process, which is about to be
         # gone or is done with the thread: pid test and TTL free it.
         with self.lock, suppress(sqlite3.Error):
             if self.conn is not None:
                 self.conn.execute(
-                    f"DELETE FROM {TABLE} WHERE thread_id = ? AND owner = ?",
-                    (thread_id, me.owner),
+                    f"DELETE FROM {TABLE} WHERE thread_id = ? AND token = ?", (thread_id, token)
                 )
         if self.conn is not None:
             self.conn.close()
@@ -212,6 +275,17 @@ _PG_TRY_LOCK = (
     "set_config('tcp_keepalives_count', '3', false), "
     "pg_try_advisory_lock(%s)"
 )
+
+
+_PG_LEASES = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, token BIGINT NOT NULL)",
+    f"CREATE SEQUENCE IF NOT EXISTS {PG_TOKENS}",
+)
+_PG_TAKE = (
+    f"INSERT INTO {TABLE} (thread_id, token) VALUES (%s, nextval('{PG_TOKENS}')) "
+    "ON CONFLICT (thread_id) DO UPDATE SET token = EXCLUDED.token RETURNING token"
+)
+_PG_DROP = f"DELETE FROM {TABLE} WHERE thread_id = %s AND token = %s"
 
 
 class _PostgresStore:
@@ -232,36 +306,61 @@ class _PostgresStore:
         self.scope = ("postgres", id(saver.conn))
         self.session: Any = None
 
-    def _execute(self, sql: str, key: int) -> Any:
+    def _execute(self, sql: str, params: tuple[Any, ...]) -> Any:
         from psycopg.rows import tuple_row
 
         lock = self.saver.lock if self.pool is None else nullcontext()
-        with lock, self.session.cursor(row_factory=tuple_row) as cur:
-            row = cur.execute(sql, (key,)).fetchone()
+        with lock:
+            try:
+                with self.session.cursor(row_factory=tuple_row) as cur:
+                    cur.execute(sql, params)
+                    row = cur.fetchone() if cur.description else None
+            except BaseException:
+                if not self.session.autocommit and not self.session.closed:
+                    self.session.rollback()
+                raise
             if not self.session.autocommit:  # a session lock outlives the transaction,
                 self.session.commit()  # which must not stay open for the whole run
         return row[-1] if row else None
 
-    def acquire(self, thread_id: str, me: Holder) -> None:
-        self.session = self.saver.conn if self.pool is None else self.pool.getconn()
-        try:
-            got = self._execute(_PG_TRY_LOCK, advisory_key(thread_id))
-        except BaseException:
-            self._return_session()
-            raise
-        if not got:
-            self._return_session()
-            raise ThreadBusy(thread_id)
+    def _ensure_table(self) -> None:
+        import psycopg
 
-    def renew(self, thread_id: str, me: Holder) -> bool:
+        for statement in _PG_LEASES:
+            try:
+                self._execute(statement, ())
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+                pass  # another process created it at the same moment
+
+    def acquire(self, thread_id: str, me: Holder) -> int:
+        self.session = self.saver.conn if self.pool is None else self.pool.getconn()
+        locked = False
+        try:
+            locked = bool(self._execute(_PG_TRY_LOCK, (advisory_key(thread_id),)))
+            if not locked:
+                raise ThreadBusy(thread_id)
+            self._ensure_table()
+            # the lock is held: whoever held the thread before is gone, so its token ends
+            return int(self._execute(_PG_TAKE, (thread_id,)))
+        except BaseException:
+            if locked:
+                self.release(thread_id, me, 0)
+            else:
+                self._return_session()
+            raise
+
+    def renew(self, thread_id: str, me: Holder, token: int) -> bool:
         return True
 
-    def release(self, thread_id: str, me: Holder) -> None:
+    def release(self, thread_id: str, me: Holder, token: int) -> None:
         import psycopg
 
         # If the connection died the server has already dropped the lock with it.
         with suppress(psycopg.Error):
-            self._execute("SELECT pg_advisory_unlock(%s)", advisory_key(thread_id))
+            if token:
+                self._execute(_PG_DROP, (thread_id, token))
+        with suppress(psycopg.Error):
+            self._execute("SELECT pg_advisory_unlock(%s)", (advisory_key(thread_id),))
         self._return_session()
 
     def _return_session(self) -> None:
@@ -382,8 +481,9 @@ def _heartbeat(store: _Store, lease: Lease, me: Holder, ttl_s: float) -> Callabl
 
     def beat() -> None:
         while not stopped.wait(ttl_s / 3):
+            renewed_me = replace(me, expires_at=time.time() + ttl_s)
             try:
-                renewed = store.renew(lease.thread_id, replace(me, expires_at=time.time() + ttl_s))
+                renewed = store.renew(lease.thread_id, renewed_me, lease.token)
             except sqlite3.Error:  # locked for a while: try again at the next beat
                 continue
             if not renewed:
@@ -401,27 +501,36 @@ def _heartbeat(store: _Store, lease: Lease, me: Holder, ttl_s: float) -> Callabl
 
 
 @contextmanager
-def hold(checkpointer: object, thread_id: str, *, ttl_s: float = DEFAULT_TTL_S) -> Iterator[Lease]:
+def hold(checkpointer: object, thread_id: str, *, ttl_s: float | None = None) -> Iterator[Lease]:
     """Hold ``thread_id``'s lease for the block; :class:`ThreadBusy` at once if it is taken.
 
     Nothing waits for a busy thread: the caller learns at once that someone else is writing
     to it and can try again, instead of continuing from a checkpoint that is going stale.
+    While the block runs, the saver's writes to the thread are fenced by the lease's token
+    (``agent.fencing``): once another writer took the thread over they raise
+    :class:`LeaseLost` and write nothing. ``ttl_s`` defaults to :func:`lease_ttl_s`.
     """
+    ttl = lease_ttl_s() if ttl_s is None else ttl_s
     store = store_for(checkpointer)
     key = (*store.scope, thread_id)
     if not _claim_here(key):
         raise ThreadBusy(thread_id)
     try:
-        me = Holder(uuid.uuid4().hex, HOST, os.getpid(), time.time() + ttl_s)
-        store.acquire(thread_id, me)
-        lease = Lease(thread_id)
-        stop = _heartbeat(store, lease, me, ttl_s) if store.renews else None
+        me = Holder(uuid.uuid4().hex, HOST, os.getpid(), time.time() + ttl)
+        token = store.acquire(thread_id, me)
+        lease = Lease(thread_id, token)
         try:
-            yield lease
+            fence(checkpointer, store.scope)
+            fence_tokens.hold(store.scope, thread_id, token)
+            stop = _heartbeat(store, lease, me, ttl) if store.renews else None
+            try:
+                yield lease
+            finally:
+                if stop is not None:
+                    stop()
         finally:
-            if stop is not None:
-                stop()
-            store.release(thread_id, me)
+            fence_tokens.drop(store.scope, thread_id)
+            store.release(thread_id, me, token)
     finally:
         with _HELD_LOCK:
             _HELD.discard(key)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -26,7 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send, interrupt
 
 import agent.reflection as rules
-from agent.answers import Answer, parse_answer
+from agent.answers import Answer, labels_text, parse_answer, review_request, typed_choice
 from agent.approvals import (
     STOP_REASON as APPROVAL_STOP_REASON,
 )
@@ -44,7 +42,7 @@ from agent.errors import ConfigError, ErrorClass, classify, describe
 from agent.events import decision_event, emit, plan_event, step_event
 from agent.final import final_message
 from agent.journal import journal_for
-from agent.models import JUDGE, Metered, merge_usage, total_tokens
+from agent.models import JUDGE, Metered, merge_usage
 from agent.plan import ready_steps
 from agent.planning import apply_plan, ask_planner
 from agent.prompts import render
@@ -54,6 +52,7 @@ from agent.roles import Roles
 from agent.state import MAX_GOAL_CHARS, SubagentTask
 from agent.tool_calls import CallScope
 from agent.turn import (
+    acted_on,
     config_failure,
     failed,
     goal_problem,
@@ -61,7 +60,8 @@ from agent.turn import (
     new_human_message,
     take_in,
 )
-from agent.vfs import scratch_prefix
+from agent.user_files import keep_origin, user_paths
+from agent.vfs import merge_files, scratch_prefix
 from agent.worker import StepWorker
 
 __all__ = [
@@ -95,6 +95,8 @@ ESCALATE_ROUTE: dict[str, EscalateRoute] = {
     "accept": "finalize",
     "stop": "finalize",
 }
+# a model error that choosing another model (or its key) fixes: the failure says how
+MODEL_FIXES = (ErrorClass.PERMISSION_DENIED, ErrorClass.INVALID_INPUT)
 # where each decision leads: the one table both reflection and forced escalations use
 ROUTE: dict[rules.DecisionName, ReflectionRoute] = {
     "continue": "planner",
@@ -118,13 +120,13 @@ class Planner:
         if taken.next in ("escalate", "finalize"):
             return Command(goto=taken.next, update=taken.update)
         update = dict(taken.update)
-        current = {**state, **update}
+        current = with_update(state, update)
         if taken.next == "plan":
             planned = await self._plan(current, ctx)
-            if isinstance(planned, Command):
-                return planned
-            update |= planned
-            current |= planned
+            if isinstance(planned, Command):  # escalated or failed: the turn is still taken in
+                return Command(goto=planned.goto, update=combined(update, planned.update))
+            update = combined(update, planned)
+            current = with_update(state, update)
             emit(plan_event(current["plan"]))
         return dispatch(current, ctx, update)
 
@@ -132,7 +134,10 @@ class Planner:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
-        metered = self.roles.metered("planner", ctx, asked)
+        try:
+            metered = self.roles.metered("planner", ctx, asked)
+        except Exception as exc:  # no model to ask: a missing key, an unknown provider
+            return model_failure(exc, "planner", state, ctx, {})
         try:
             outcome = await ask_planner(
                 metered,
@@ -154,6 +159,26 @@ class Planner:
 def declared_databases(ctx: Context, declared: Mapping[str, str]) -> dict[str, str]:
     """The run's databases: the Context's, then build_graph's, which win on a shared name."""
     return ctx.declared_databases() | dict(declared)
+
+
+def combined(first: Mapping[str, Any], then: Any) -> dict[str, Any]:
+    """Two updates of one node as one: ``then`` wins, but ``files`` merge path by path and
+    ``messages`` keep both (the turn's files and the files a replan re-opens, say)."""
+    update = {**first, **(then or {})}
+    for key in ("files", "messages"):
+        if key in first and key in (then or {}):
+            joined = {**first[key], **then[key]} if key == "files" else [*first[key], *then[key]]
+            update[key] = joined
+    return update
+
+
+def with_update(state: StateView, update: Mapping[str, Any]) -> dict[str, Any]:
+    """The state as the node's ``update`` will leave it: ``files`` merged path by path, as
+    its channel merges them, every other key replaced."""
+    current = {**state, **update}
+    if "files" in update:
+        current["files"] = merge_files(state.get("files") or {}, [update["files"]])
+    return current
 
 
 def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[PlannerRoute]:
@@ -193,10 +218,11 @@ def subagent_task(
     own = [step["expected_output"]] + [
         p for p in files if p.startswith(scratch_prefix(step["step_id"]))
     ]
+    paths = dict.fromkeys(readable + user_paths(files) + own)  # every step reads the user's
     return {
         "step": dict(step),
         "goal": state.get("goal", ""),
-        "readable": [p for p in readable + own if p in files],
+        "readable": [p for p in paths if p in files],
         "round": round_no,
         "token_allowance": allowance,
         "time_allowance_s": seconds,
@@ -261,14 +287,20 @@ class Subagent:
         if problems := ctx.validate():  # a run resumed mid-round with a bad Context
             return {"trajectory": [_config_error_event(state, problems)]}
         spec = self.roles.registry[step["action"]]
-        judge, judge_usage = self.roles.metered(JUDGE, ctx).observed()
+        try:
+            model = self.roles.metered(step["action"], ctx)
+            judge, judge_usage = self.roles.metered(JUDGE, ctx).observed()
+        except Exception as exc:  # no model to ask: a missing key, an unknown provider
+            if classify(exc) is ErrorClass.TRANSIENT:
+                raise
+            return {"trajectory": [_model_error_event(state, exc)]}
         worker = StepWorker(
             step=step,
             goal=state["goal"],
             inputs=task_inputs(state, current_files()),
             round_no=state["round"],
             system_prompt=spec["prompt"],
-            model=self.roles.metered(step["action"], ctx),
+            model=model,
             judge=judge,
             extra_tools=list(spec.get("tools") or []),
             loop_config=LoopConfig(
@@ -285,7 +317,8 @@ class Subagent:
         )
         run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)
-        update = {"files": run.files, "trajectory": run.trajectory, "usage": usage}
+        files = keep_origin(run.files, current_files())
+        update = {"files": files, "trajectory": run.trajectory, "usage": usage}
         if run.approvals:
             update["approvals"] = run.approvals
         if run.replay:
@@ -316,7 +349,10 @@ class Reflection:
             return command_for(approval_decision(requests), state, ctx, update, situation=s)
         decision = rules.decide_by_rule(s, self.rules)
         if decision is None:
-            metered = self.roles.metered("reflection", ctx)
+            try:
+                metered = self.roles.metered("reflection", ctx)
+            except Exception as exc:  # no model to ask: a missing key, an unknown provider
+                return model_failure(exc, "reflection", state, ctx, update)
             try:
                 decision = await ask_reflection(metered, s)
             except Exception as exc:
@@ -361,6 +397,8 @@ def command_for(
             payload |= approval_payload(
                 pending_requests(state.get("approvals"), plan_version(state))
             )
+        else:  # the question as a review card: approve accepts, reject's reason answers
+            payload |= review_request(payload)
         update |= paused(state, payload)
     elif d.decision == "fail":
         update |= {"status": "failed", "stop_reason": d.stop_reason}
@@ -413,7 +451,10 @@ def model_failure(
     evidence = f"{role} model: {describe(exc)}"
     permanent = (ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED, ErrorClass.INVALID_INPUT)
     if error_class in permanent:
-        return Command(goto="finalize", update=update | failed(error_class.value, evidence))
+        failure = failed(error_class.value, evidence)
+        if error_class in MODEL_FIXES:  # the model or its key is wrong: say how to choose another
+            failure["decisions"][-1]["fix"] = render("model_error_fix").strip()
+        return Command(goto="finalize", update=update | failure)
     decision = rules.Decision(
         "escalate",
         evidence,
@@ -431,15 +472,19 @@ def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
     """What a thread holds while it waits for a human: the escalation, its status, the
     question as an AI message and the ``Result`` (written before ``escalate`` pauses, since a
     node that calls ``interrupt()`` writes nothing until it is resumed)."""
-    labels = [c["label"] for c in payload.get("suggested_responses") or []]
-    text = payload.get("question", "How should I proceed?") + "".join(f"\n- {x}" for x in labels)
+    # every label a human may type, each shown literally (a label may hold markdown)
+    always = payload.get("kind") != "approval"
+    labels = labels_text(payload.get("suggested_responses"), always=always)
+    text = payload.get("question", "How should I proceed?") + (f"\n{labels}" if labels else "")
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    # each pause a message of its own, after the human's words (a chat UI draws the question's
+    # card under the last one); the same id when a node re-runs, so a replay adds nothing
+    pause = len(state.get("decisions") or []) + 1
     update: dict[str, Any] = {
         "escalation": payload,
         "status": payload.get("status", "awaiting_input"),
         "stop_reason": payload.get("stop_reason"),
-        # a fixed id: pausing again on the same question replaces, not repeats, the message
-        "messages": [AIMessage(text, id=f"escalation-{digest}")],
+        "messages": [AIMessage(text, id=f"escalation-{pause}-{digest}")],
     }
     return update | {"result": build_result({**state, **update}, _thread_id())}
 
@@ -447,12 +492,15 @@ def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
 def escalate(state: StateView) -> Command[EscalateRoute]:
     """Pause with the escalation as the ``interrupt()`` payload (Studio, agent-chat-ui and
     the SDKs show it); resumed, act on the answer. No answer pauses again, no model called."""
-    payload = state.get("escalation") or {}
+    payload = dict(state.get("escalation") or {})
     if payload.get("kind") == "approval":
         return _decide_requests(state, payload)
-    answer = _usable(interrupt(payload))
+    if "action_requests" not in payload:  # paused before the question had its card
+        payload |= review_request(payload)
+    suggested = payload.get("suggested_responses") or []
+    answer = _usable(interrupt(payload), suggested)
     while answer is None:
-        answer = _usable(interrupt(payload))
+        answer = _usable(interrupt(payload), suggested)
     return Command(goto=ESCALATE_ROUTE[answer.action], update=acted_on(answer, state))
 
 
@@ -463,6 +511,8 @@ def _decide_requests(state: StateView, payload: Mapping[str, Any]) -> Command[Es
     requests = pending_requests(state.get("approvals"), plan_version(state))
     while True:
         value = interrupt(dict(payload))
+        if isinstance(value, str):  # a choice's label: "approve all", "stop here"
+            value = typed_choice(value, payload.get("suggested_responses")) or value
         stop = _usable(value) if isinstance(value, Mapping) and "action" in value else None
         if stop is not None and stop.action in ("stop", "accept"):
             return Command(goto="finalize", update=acted_on(stop, state))
@@ -473,34 +523,15 @@ def _decide_requests(state: StateView, payload: Mapping[str, Any]) -> Command[Es
     return Command(goto="planner", update=update | {"stop_reason": None})
 
 
-def _usable(value: Any) -> Answer | None:
+def _usable(value: Any, suggested: Any = None) -> Answer | None:
     """The resume value as an answer, or None to pause again. An unknown action pauses
     again too: LangGraph replays resume values, so raising here would replay the error on
     every later resume and the thread could never be answered (``agent.resume`` refuses such
     a value before it is sent, with the error)."""
     try:
-        return parse_answer(value)
+        return parse_answer(value, suggested)
     except ConfigError:
         return None
-
-
-def acted_on(answer: Answer, state: StateView) -> dict[str, Any]:
-    """The update an answer makes: a message for the planner, a finish, or a fresh budget."""
-    done = {"escalation": None}
-    if answer.action == "answer":
-        return {"messages": [HumanMessage(answer.text, id=str(uuid.uuid4()))]}
-    if answer.action == "accept":
-        return done | {"status": "success", "stop_reason": "accepted_by_human"}
-    if answer.action == "stop":
-        return done | failed("stopped_by_human", "the human stopped the run")
-    turn = {
-        **(state.get("turn") or {}),
-        "started_at": time.time(),
-        "start_step": int(state.get("step") or 0),
-        "start_tokens": total_tokens(state.get("usage")),
-        "budget": answer.budget,  # raised budgets hold for this turn only
-    }
-    return done | {"turn": turn, "status": "running", "stop_reason": None, "reflection_depth": 0}
 
 
 def finalize(state: StateView) -> dict[str, Any]:
@@ -509,8 +540,10 @@ def finalize(state: StateView) -> dict[str, Any]:
     files, plan = state.get("files") or {}, state.get("plan")
     update: dict[str, Any] = {"dispatch": []}
     if state.get("status") == "failed":
-        text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}"
-        update["messages"] = [AIMessage(text.strip())]
+        text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
+        if fix := failure_fix(state, last):
+            text += f"\n\n{fix}"
+        update["messages"] = [AIMessage(text)]
     elif state.get("stop_reason") == "accepted_by_human":
         done = [p for p, e in files.items() if e.get("status") == "done"]
         text = "Accepted as they are." + (
@@ -529,6 +562,36 @@ def _thread_id() -> str | None:
         return get_config().get("configurable", {}).get("thread_id")
     except RuntimeError:  # called outside a run (unit tests of a node)
         return None
+
+
+def _model_error_event(task: SubagentTask, exc: Exception) -> dict[str, Any]:
+    """What a subagent records when its model cannot even be made; reflection fails the run
+    on its class (``rule_fatal_error``), and the observation says how to choose another."""
+    error_class = classify(exc)
+    event = {
+        "round": task["round"],
+        "step_id": task["step"]["step_id"],
+        "actor": task["step"]["action"],
+        "action": "error",
+        "error_class": error_class.value,
+        "observation": f"{task['step']['action']} model: {describe(exc)}",
+    }
+    if error_class in MODEL_FIXES:
+        event["fix"] = render("model_error_fix").strip()
+    return event
+
+
+def failure_fix(state: StateView, decision: Mapping[str, Any]) -> str:
+    """How to fix what failed the run, when it is known: on the failing decision, or on the
+    error event of the step it names (a subagent whose model could not be made)."""
+    if decision.get("fix"):
+        return str(decision["fix"])
+    reason = str(decision.get("reason") or "")
+    for event in reversed(state.get("trajectory") or []):
+        named = reason.startswith(f"step {event.get('step_id')}: ")
+        if event.get("action") == "error" and event.get("fix") and named:
+            return str(event["fix"])
+    return ""
 
 
 def _config_error_event(task: SubagentTask, problems: list[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from agent.plan import (
 from agent.prompts import render
 from agent.quoting import data_block
 from agent.subagents import SubAgent, describe_registry
+from agent.user_files import planner_view
 from agent.vfs import PathError, summarize_files, validate_path
 
 __all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
@@ -70,6 +71,7 @@ async def ask_planner(
         reason=reason,
         plan=json.dumps(old, indent=1) if old else "",
         files=data_block(summarize_files(files, int(state.get("step") or 0))),
+        user_files=planner_view(files),
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)

@@ -8,7 +8,7 @@ turn equals applying them together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.vfs import merge_files
@@ -25,7 +25,14 @@ def append_all(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
 
 
 def by_path(current: dict[str, Any], writes: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """``files`` and ``file_summaries``: later writes win, ``None`` deletes."""
+    """``files`` and ``file_summaries``: later writes win, ``None`` deletes.
+
+    A write that is not a mapping (a graph input's ``"files": ["a.py"]``) is refused with a
+    ``ValueError`` that says what is expected, which LangGraph Server shows the client."""
+    for write in writes:
+        if write is not None and not isinstance(write, Mapping):
+            msg = f"files must map paths to text contents, not {type(write).__name__}"
+            raise ValueError(msg)
     return merge_files(current, writes)
 
 

@@ -24,6 +24,7 @@ from agent.errors import ConfigError
 from agent.lease import Lease, hold
 from agent.result import Result, build_result
 from agent.state import bounded_message
+from agent.user_files import check_user_files
 
 # What build_graph returns, whatever its state schema: these functions pass it a Context.
 Graph = CompiledStateGraph[Any, Context, Any, Any]
@@ -137,10 +138,19 @@ def run(
     thread_id: str | None = None,
     context: Context | Mapping[str, Any] | None = None,
     on_update: OnUpdate | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> Result:
-    """Start a turn on a thread (a new one unless ``thread_id`` is given) and run it to a stop."""
+    """Start a turn on a thread (a new one unless ``thread_id`` is given) and run it to a stop.
+
+    ``files`` are the user's files, ``{path: text}`` (``agent.load_files`` reads them from
+    disk): every step can read them, a step can edit one, and on a thread that has some
+    already they are added or replaced. A bad path, a binary content or a size over the
+    limits raises :class:`~agent.user_files.UserFileError` (a ``ValueError``) naming the
+    file, before anything runs.
+    """
+    payload = _goal_payload(goal, files)
     thread_id = thread_id or str(uuid.uuid4())
-    return execute(graph, _goal_payload(goal), thread_id, _ctx(context), on_update)
+    return execute(graph, payload, thread_id, _ctx(context), on_update)
 
 
 async def arun(
@@ -150,18 +160,23 @@ async def arun(
     thread_id: str | None = None,
     context: Context | Mapping[str, Any] | None = None,
     on_update: OnUpdate | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> Result:
     """:func:`run` for async code: ``await arun(graph, goal)`` with an async checkpointer
     (``agent.open_async_checkpointer``, or any LangGraph async saver)."""
+    payload = _goal_payload(goal, files)
     thread_id = thread_id or str(uuid.uuid4())
     with hold(_checkpointer_of(graph), thread_id) as lease:
-        payload = _goal_payload(goal)
         return await _astream(graph, payload, thread_id, _ctx(context), on_update, lease)
 
 
-def _goal_payload(goal: str) -> dict[str, Any]:
-    # an oversized goal is cut before LangGraph stores its input (it is rejected anyway)
-    return {"messages": [bounded_message(HumanMessage(goal))]}
+def _goal_payload(goal: str, files: Mapping[str, str] | None = None) -> dict[str, Any]:
+    # an oversized goal is cut before LangGraph stores its input (it is rejected anyway);
+    # files are checked before too, so a refused one is never stored in the thread
+    payload: dict[str, Any] = {"messages": [bounded_message(HumanMessage(goal))]}
+    if files is not None:
+        payload["files"] = check_user_files(files)
+    return payload
 
 
 def resume(
@@ -251,10 +266,11 @@ def _resume_payload(
     if isinstance(answer, str):
         return {"messages": [bounded_message(HumanMessage(answer))]}
     parse_answer(answer)  # an unknown action is a clear error before anything runs
+    value = list(answer) if isinstance(answer, list) else dict(answer)  # a chat UI's decisions
     if not any(task.interrupts for task in snapshot.tasks):
-        msg = f"thread {thread_id!r} is not paused on a question; {dict(answer)!r} answers none"
+        msg = f"thread {thread_id!r} is not paused on a question; {value!r} answers none"
         raise ConfigError(msg)
-    return Command(resume=dict(answer))
+    return Command(resume=value)
 
 
 def _decisions(snapshot: StateSnapshot, answer: str | Mapping[str, Any] | list[Any]) -> Any:

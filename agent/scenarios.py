@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from agent.errors import ConfigError
 from agent.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
 
-SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap", "rolling")
+SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap", "rolling", "files")
 # the goal `deepreflect demo --scenario NAME` runs: what each scenario's plan is about
 SCENARIO_GOALS = {
     "demo": "Build a tiny slugify module with tests and a README.",
@@ -27,6 +27,7 @@ SCENARIO_GOALS = {
     "escalation": "Write a short report on vector databases for its audience.",
     "depth-cap": "Write the sharpest possible report on vector databases.",
     "rolling": "Gather the facts on vector databases, then write the report they call for.",
+    "files": "List the files I gave you (--file), with their line counts.",
 }
 # the Context a scenario needs besides its scripted models
 SCENARIO_CONTEXT: dict[str, dict[str, Any]] = {"rolling": {"planning": "rolling"}}
@@ -158,7 +159,53 @@ def _replan_plan(answer: str, reason: str) -> dict:
     }
 
 
+def _files_plan(answer: str, reason: str) -> dict:
+    return {
+        "steps": [
+            _step(
+                "S1",
+                "writer",
+                "Write INVENTORY.md: every file you were given, with its line count.",
+                INVENTORY,
+                {"kind": "contains", "all": ["# Inventory"]},
+            ),
+        ]
+    }
+
+
 # ------------------------------------------------------------------------------ artifacts
+
+INVENTORY = "INVENTORY.md"
+
+
+def _inventory(messages: list[BaseMessage]) -> Any:
+    """The ``files`` scenario's step, through the real tools: ``ls``, then ``read_file`` on
+    every file listed (the user's), then the inventory written from what was read."""
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    if not results:
+        return tool_call("ls")
+    last = results[-1]
+    if last.name == "ls":
+        listed = str(last.content).splitlines()
+        paths = [p for p in listed if p not in (INVENTORY, "(no files)") and p[:5] != "work/"]
+        calls = [{"name": "read_file", "args": {"path": p}, "id": f"read-{p}"} for p in paths]
+        if calls:
+            return AIMessage(content="", tool_calls=calls)
+    if last.name in ("ls", "read_file"):
+        asked = {
+            c["id"]: c["args"].get("path")
+            for m in messages
+            if isinstance(m, AIMessage)
+            for c in m.tool_calls
+        }
+        rows = [
+            f"- {asked[m.tool_call_id]}: {len(str(m.content).splitlines())} lines"
+            for m in results
+            if m.name == "read_file" and m.tool_call_id in asked
+        ]
+        body = "# Inventory\n" + ("\n".join(rows) or "No files were given.") + "\n"
+        return tool_call("write_file", path=INVENTORY, content=body)
+    return "Artifact written."
 
 
 def _artifact(step_id: str, instructions: str, revision: bool) -> AIMessage:
@@ -201,6 +248,8 @@ def _artifact(step_id: str, instructions: str, revision: bool) -> AIMessage:
 
 
 def _subagent(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
+    if metadata.get("expected_output") == INVENTORY:
+        return _inventory(messages)
     if isinstance(messages[-1], ToolMessage):
         return "Artifact written."
     return _artifact(
@@ -278,6 +327,7 @@ _PLANNERS: dict[str, Callable[[str, str], dict]] = {
     "escalation": _simple_plan,
     "depth-cap": _simple_plan,
     "rolling": _rolling_plan,
+    "files": _files_plan,
 }
 _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "demo": finish_or_continue,
@@ -286,6 +336,7 @@ _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "escalation": _escalating,
     "depth-cap": _never_satisfied,
     "rolling": _segment_by_segment,
+    "files": finish_or_continue,
 }
 
 

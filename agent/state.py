@@ -131,10 +131,15 @@ class State(TypedDict, total=False):
 
 
 class InputState(TypedDict, total=False):
-    """What a caller sends: a goal, or messages (Studio, the SDK, a human answer)."""
+    """What a caller sends: a goal, or messages (Studio, the SDK, a human answer), and the
+    user's files."""
 
     messages: Annotated[list[AnyMessage], bounded_messages]
     goal: str
+    files: dict[str, str]
+    """The user's files, ``{path: text}``: checked like every VFS path and size-limited
+    when the planner takes the turn in (``agent.user_files``), then kept as entries marked
+    ``origin: "user"``; files sent on a later turn add to or replace them."""
 
 
 class SubagentTask(TypedDict):
@@ -143,8 +148,8 @@ class SubagentTask(TypedDict):
     step: dict[str, Any]
     goal: str
     readable: list[str]
-    """Paths of the step's dependencies' outputs and its own earlier files (contents are
-    read from ``files`` when the step starts, never carried here)."""
+    """Paths of the step's dependencies' outputs, the user's files and its own earlier files
+    (contents are read from ``files`` when the step starts, never carried here)."""
     round: int
     token_allowance: int
     """Tokens this step may spend: what is left of the turn's budget, shared by the round."""

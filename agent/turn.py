@@ -17,12 +17,17 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from agent.answers import Answer, parse_answer, typed_choice
+from agent.approvals import decided, pending_requests, read_decisions
 from agent.context import Context
+from agent.errors import ConfigError
 from agent.models import total_tokens
 from agent.state import CUT_KEY, MAX_GOAL_CHARS
+from agent.user_files import taken_in
 
 __all__ = [
     "Intake",
+    "acted_on",
     "config_failure",
     "failed",
     "goal_problem",
@@ -46,7 +51,33 @@ class Intake:
 
 
 def take_in(state: Mapping[str, Any], ctx: Context, *, now: float | None = None) -> Intake:
-    """Decide what this invocation of the thread is, from its state and Context."""
+    """Decide what this invocation of the thread is, from its state and Context.
+
+    Files a graph input sent (plain strings in ``files``) become user entries first, on
+    every route, so nothing after the planner ever sees a raw one; refused, they are
+    deleted and the turn fails (or, on a paused thread, it stays paused)."""
+    given, problem = taken_in(state.get("files") or {}, int(state.get("step") or 0))
+    if problem is not None:
+        return _refused_files(state, given, problem)
+    taken = _taken(state, ctx, now)
+    if not given:
+        return taken
+    return Intake(taken.next, {**taken.update, "files": given})
+
+
+def _refused_files(state: Mapping[str, Any], deleted: dict[str, Any], problem: str) -> Intake:
+    """Refused files change nothing but their own removal; the message sent with them is
+    taken in (so it does not run later without them)."""
+    update: dict[str, Any] = {"files": deleted}
+    if (human := new_human_message(state)) is not None:
+        update["turn"] = {**(state.get("turn") or {}), "human_id": human.id}
+    if state.get("escalation"):
+        note = f"Those files were not accepted ({problem}); please send them again."
+        return Intake("escalate", update | {"messages": [AIMessage(note)]})
+    return Intake("finalize", update | failed("invalid_input", f"files refused: {problem}"))
+
+
+def _taken(state: Mapping[str, Any], ctx: Context, now: float | None) -> Intake:
     if (failure := config_failure(ctx)) is not None:
         return Intake("finalize", failure)
     human = new_human_message(state)
@@ -93,12 +124,63 @@ def _answer(
             note = AIMessage(f"That answer was not accepted ({problem}); please answer again.")
             return Intake("escalate", {"turn": turn, "messages": [note]})
         return Intake("finalize", failed("invalid_input", f"request rejected: {problem}"))
+    if state.get("escalation"):
+        chosen = _chosen(state, human, text)
+        if isinstance(chosen, Intake):
+            return chosen
+        text = chosen
     update = new_turn(state, ctx, human, now)
     if state.get("status") in TERMINAL and not state.get("escalation"):
         update["goal"] = text  # a follow-up request after a finished run is a new goal
     asked = (state.get("escalation") or {}).get("question", "")
     reason = f"the human answered the question {asked!r}" if asked else "a new request"
     return Intake("plan", update | {"plan_request": {"reason": reason, "answer": text}})
+
+
+def _chosen(state: Mapping[str, Any], human: HumanMessage, text: str) -> Intake | str:
+    """A message naming one of the escalation's choices acts as that choice, as its button
+    would: the intake that does it, or the answer's text for the planner."""
+    escalation = state.get("escalation") or {}
+    value = typed_choice(text, escalation.get("suggested_responses"))
+    if value is None:
+        return text
+    taken = {"turn": {**(state.get("turn") or {}), "human_id": human.id}}
+    if escalation.get("kind") == "approval" and "decisions" in value:
+        version = int((state.get("plan") or {}).get("version") or 0)
+        requests = pending_requests(state.get("approvals"), version)
+        decisions = read_decisions(value, requests)
+        if decisions is None:
+            return text
+        update = {"approvals": decided(requests, decisions), "escalation": None}
+        return Intake("dispatch", update | {"status": "running", "stop_reason": None} | taken)
+    try:
+        answer = parse_answer(value)
+    except ConfigError:  # a malformed suggested value: the words are an answer
+        return text
+    if answer is None or answer.action == "answer":
+        return answer.text if answer else text
+    acted = acted_on(answer, state)
+    acted["turn"] = {**acted.get("turn", taken["turn"]), "human_id": human.id}
+    return Intake("dispatch" if answer.action == "continue" else "finalize", acted)
+
+
+def acted_on(answer: Answer, state: Mapping[str, Any]) -> dict[str, Any]:
+    """The update an answer makes: a message for the planner, a finish, or a fresh budget."""
+    done = {"escalation": None}
+    if answer.action == "answer":
+        return {"messages": [HumanMessage(answer.text, id=str(uuid.uuid4()))]}
+    if answer.action == "accept":
+        return done | {"status": "success", "stop_reason": "accepted_by_human"}
+    if answer.action == "stop":
+        return done | failed("stopped_by_human", "the human stopped the run")
+    turn = {
+        **(state.get("turn") or {}),
+        "started_at": time.time(),
+        "start_step": int(state.get("step") or 0),
+        "start_tokens": total_tokens(state.get("usage")),
+        "budget": answer.budget,  # raised budgets hold for this turn only
+    }
+    return done | {"turn": turn, "status": "running", "stop_reason": None, "reflection_depth": 0}
 
 
 def new_turn(

@@ -1,7 +1,7 @@
 """The virtual filesystem: file entries in state, path rules, summaries and a scoped workspace.
 
 Subagents never touch the host disk: they read and write entries of the ``files`` state key
-through a :class:`Workspace` that enforces their write scope (seed 000; README, Security).
+through a :class:`Workspace` that enforces their write scope (seed 000; docs/security.md).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class FileEntry(TypedDict, total=False):
     """Signature of the blocking evidence of a failed step (repeated-defect rule)."""
     kind: Literal["critique"]
     """Set on a step's ``critique.json``, which reflection shows despite its scratch path."""
+    origin: Literal["user"]
+    """Set on a file the user gave (``agent.user_files``); it stays when a step edits it."""
 
 
 class PathError(ValueError):
@@ -188,6 +190,8 @@ def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[s
             item["evidence"] = clean_text(line or "", EVIDENCE_CHARS)  # a stored line too
         if entry.get("stop_reason"):
             item["stop_reason"] = entry["stop_reason"]
+        if entry.get("origin"):
+            item["origin"] = entry["origin"]
         summary[path] = item
     return summary
 

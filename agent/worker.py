@@ -66,9 +66,10 @@ def defect_signature(step_id: str, issues: Sequence[Mapping[str, Any]]) -> str |
     blocking = [i for i in issues if i.get("severity") == "blocking"]
     if not blocking:
         return None
-    parts = [f"{i.get('id')}:{_TIMING.sub('', str(i.get('evidence', '')))}" for i in blocking]
-    text = "|".join(parts)
-    return hashlib.sha256(f"{step_id}|{text}".encode()).hexdigest()[:16]
+    # a JSON list, not text joined with ":" and "|": evidence the artifact wrote may hold both
+    parts = [[str(i.get("id")), _TIMING.sub("", str(i.get("evidence", "")))] for i in blocking]
+    text = json.dumps([step_id, parts], ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
 class StepWorker:

@@ -1,12 +1,13 @@
-"""Run every benchmark and put what they print into the README, so its figures are never
-typed by hand.
+"""Run every benchmark and put what they print into docs/performance.md, so its figures are
+never typed by hand.
 
     python bench/figures.py            # run them all, print the figures
-    python bench/figures.py --write    # and replace the README's figures section with them
+    python bench/figures.py --write    # and replace docs/performance.md's figures section
     python bench/figures.py storage parallel --write   # only some (the others are kept)
 
-The README section between ``<!-- figures:begin -->`` and ``<!-- figures:end -->`` holds one
-block per benchmark: the command and its output, verbatim, with the date it ran.
+The section of docs/performance.md between ``<!-- figures:begin -->`` and
+``<!-- figures:end -->`` holds one block per benchmark: the command and its output, verbatim,
+with the date it ran.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "performance.md"  # the page whose figures section this rewrites
 BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
-# name -> the arguments its README figures come from
+# name -> the arguments its figures come from
 BENCHMARKS: dict[str, list[str]] = {
     "overhead": ["--steps", "30"],
     "storage": ["--postgres"],
@@ -48,25 +49,25 @@ def run_benchmark(name: str) -> str:
 
 
 def section(blocks: dict[str, str]) -> str:
-    """The README section holding ``blocks`` in the order of BENCHMARKS."""
+    """The figures section holding ``blocks`` in the order of BENCHMARKS."""
     body = "".join(blocks[name] for name in BENCHMARKS if name in blocks)
     return f"{BEGIN}\n{body}{END}"
 
 
-def rewrite(readme: str, fresh: dict[str, str]) -> str:
-    """``readme`` with the figures section rebuilt: fresh blocks replace their old ones."""
-    start, stop = readme.find(BEGIN), readme.find(END)
+def rewrite(page: str, fresh: dict[str, str]) -> str:
+    """``page`` with the figures section rebuilt: fresh blocks replace their old ones."""
+    start, stop = page.find(BEGIN), page.find(END)
     if start < 0 or stop < start:
-        msg = f"README.md has no {BEGIN} ... {END} section"
+        msg = f"{PAGE.relative_to(ROOT)} has no {BEGIN} ... {END} section"
         raise SystemExit(msg)
-    old = {m["name"]: m.group(0) for m in _BLOCK.finditer(readme[start:stop])}
-    return readme[:start] + section(old | fresh) + readme[stop + len(END) :]
+    old = {m["name"]: m.group(0) for m in _BLOCK.finditer(page[start:stop])}
+    return page[:start] + section(old | fresh) + page[stop + len(END) :]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"some of: {', '.join(BENCHMARKS)}")
-    parser.add_argument("--write", action="store_true", help="update README.md")
+    parser.add_argument("--write", action="store_true", help=f"update {PAGE.relative_to(ROOT)}")
     args = parser.parse_args()
     if unknown := set(args.names) - set(BENCHMARKS):
         parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}")
@@ -76,8 +77,8 @@ def main() -> None:
         fresh[name] = run_benchmark(name)
         print(fresh[name])
     if args.write:
-        README.write_text(rewrite(README.read_text(encoding="utf-8"), fresh), encoding="utf-8")
-        print(f"updated {README.relative_to(ROOT)}", file=sys.stderr)
+        PAGE.write_text(rewrite(PAGE.read_text(encoding="utf-8"), fresh), encoding="utf-8")
+        print(f"updated {PAGE.relative_to(ROOT)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ def main() -> None:
     bare_pytest = bare(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_slugify.py"], files)
     rows = []
     levels = ["process"] + (["kernel"] if sandbox.isolation.bwrap_path() else [])
+    levels += ["landlock"] if sandbox.isolation.landlock_probe().startswith("abi") else []
     for level in levels:
         os.environ["DEEPREFLECT_SANDBOX"] = level
         for kind, spec, baseline in (

@@ -146,16 +146,18 @@ def cli(*args: str, db: Any, env_extra: Mapping[str, str] | None = None):
 
 
 def both_isolation_levels():
-    """An autouse fixture running every test of a module under both sandbox isolation
-    levels (``kernel`` is skipped, with the reason, where bubblewrap cannot run)."""
+    """An autouse fixture running every test of a module under every sandbox isolation
+    level (``kernel`` and ``landlock`` are skipped, with the reason, where they cannot run)."""
     import pytest
 
     from agent import sandbox
 
-    @pytest.fixture(autouse=True, params=["kernel", "process"])
+    @pytest.fixture(autouse=True, params=["kernel", "landlock", "process"])
     def mode(request, monkeypatch) -> str:
         if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
             pytest.skip(f"no usable bubblewrap: {sandbox.isolation._probe_error()}")
+        if request.param == "landlock" and sandbox.isolation.landlock_probe().startswith("un"):
+            pytest.skip(f"no Landlock/seccomp: {sandbox.isolation.landlock_probe()}")
         monkeypatch.setenv("DEEPREFLECT_SANDBOX", request.param)
         return request.param
 

@@ -1,36 +1,84 @@
-"""Resume a paused thread and stop mid-run, holding its lease, until told to go on.
+"""Resume a paused thread through the CLI and stop mid-run, holding its lease.
 
-    python -m tests.lease_worker DB THREAD_ID ANSWER
+    python -m tests.lease_worker DB THREAD_ID ANSWER [MODE]
 
-Used by tests/test_lease.py: after the first node update this process prints ``leased`` and
-waits for a line on stdin, so a second writer certainly overlaps it (or the test kills it
-there). Then it finishes the run and prints the Result as JSON.
+Used by tests/integration/test_lease.py. It runs ``deepreflect resume THREAD_ID ANSWER
+--json`` in this process (so its exit code and error line are the CLI's own) and stops
+after the first node update, lease held:
+
+- ``wait`` (the default): prints ``leased`` and waits for a line on stdin, so a second
+  writer certainly overlaps it (or the test freezes or kills it there); the heartbeat
+  keeps running meanwhile.
+- ``stop-in-write``: prints ``writing`` and stops itself (SIGSTOP) inside the next fenced
+  checkpoint write, after its transaction took the write lock and while the fence is being
+  checked; the test continues it (SIGCONT).
 """
 
 from __future__ import annotations
 
-import json
+import os
+import signal
 import sys
 from typing import Any
 
-from agent import build_graph, open_checkpointer, resume
+import agent.fencing
+import agent.runner
+from agent.cli import main as cli_main
 
 
-def main(db: str, thread_id: str, answer: str) -> None:
-    waited = False
+def _pause_after_first_update(pause: Any) -> None:
+    reported = agent.runner._reported
+    done = False
 
-    def on_update(node: str, update: dict[str, Any]) -> None:
-        nonlocal waited
-        if not waited:
-            waited = True
-            print("leased", flush=True)
-            sys.stdin.readline()
+    def first_then_pause(chunk: Any, lease: Any, on_update: Any) -> None:
+        nonlocal done
+        reported(chunk, lease, on_update)
+        if not done:
+            done = True
+            pause()
 
-    with open_checkpointer(db) as saver:
-        graph = build_graph(checkpointer=saver)
-        result = resume(graph, thread_id, answer, on_update=on_update)
-    print(json.dumps(result, default=str), flush=True)
+    agent.runner._reported = first_then_pause
+
+
+def _wait_for_a_line() -> None:
+    print("leased", flush=True)
+    sys.stdin.readline()
+
+
+def _stop_inside_the_next_fenced_write() -> None:
+    armed = False
+    token_of = agent.fencing._token_of
+
+    def stopping_token_of(scope: Any) -> Any:
+        token = token_of(scope)
+
+        def checked(thread_id: Any) -> Any:
+            nonlocal armed
+            if armed:  # called by the fence trigger: the write's transaction is open
+                armed = False
+                print("writing", flush=True)
+                os.kill(os.getpid(), signal.SIGSTOP)
+            return token(thread_id)
+
+        return checked
+
+    def arm() -> None:
+        nonlocal armed
+        armed = True
+
+    agent.fencing._token_of = stopping_token_of
+    _pause_after_first_update(arm)
+
+
+def main(db: str, thread_id: str, answer: str, mode: str = "wait") -> int:
+    if mode == "wait":
+        _pause_after_first_update(_wait_for_a_line)
+    elif mode == "stop-in-write":
+        _stop_inside_the_next_fenced_write()
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    return cli_main(["resume", thread_id, answer, "--json", "--db", db])
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    sys.exit(main(*sys.argv[1:5]))

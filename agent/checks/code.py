@@ -159,7 +159,7 @@ def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: f
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
-    if problem := _not_as_planned(verdict):
+    if problem := _not_as_planned(verdict, artifact):
         return False, 0.0, problem
     if not verdict.get("ok"):
         return False, 0.0, _describe_failure(verdict, path)
@@ -179,7 +179,7 @@ def _pytest_verdict(files: Mapping[str, str], tests: Sequence[str], timeout_s: f
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
-    if problem := _not_as_planned(verdict):
+    if problem := _not_as_planned(verdict, artifact):
         return False, 0.0, problem
     if verdict.get("session_finished") is not True:
         return False, 0.0, "the test session did not finish | " + _tail(check, artifact)
@@ -264,8 +264,14 @@ def _report_of(result: SandboxResult) -> dict[str, Any] | None:
     return verdict if isinstance(verdict, dict) and verdict.get("finished") is True else None
 
 
-def _not_as_planned(verdict: dict[str, Any]) -> str | None:
-    """The bridge's taint: the artifact's side said something the protocol does not allow."""
+def _not_as_planned(verdict: dict[str, Any], artifact: SandboxResult) -> str | None:
+    """The bridge's taint (the artifact's side said something the protocol does not allow),
+    or an artifact process that kept running after the check was over."""
+    if artifact.outlived:
+        return (
+            "the artifact's process was still running after the check ended (a thread or a "
+            "process it started kept it alive); it was killed"
+        )
     tainted = verdict.get("tainted")
     if not isinstance(tainted, list):
         return "the check's report is incomplete (no bridge state)"
@@ -286,6 +292,8 @@ def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float)
         text = "the check's processes outgrew the memory limit and were killed"
     elif check.killed_reason == "output":
         text = "the code flooded its output and was killed"
+    elif check.killed_reason == "disk":
+        text = "the code wrote more than its folders may hold and was killed"
     elif check.killed_reason is not None:
         text = f"the check's process was killed ({check.killed_reason})"
     elif check.returncode is None or check.returncode < 0:

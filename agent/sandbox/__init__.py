@@ -1,25 +1,33 @@
 """Run generated Python in a throw-away sandbox: the one place where model-written code runs.
 
-Two isolation levels (:func:`isolation_level`, contract):
+Three isolation levels (:func:`isolation_level`, contract; details in :mod:`.isolation`):
 
 * ``kernel`` — bubblewrap: new user, PID, network, mount, IPC and UTS namespaces; only
   ``/usr``, the interpreter and the job's own folder (a size-limited tmpfs) are visible, ``/tmp``
-  is private, there is no network, and the PID namespace dies with the run. As root, the code
-  runs as a throw-away uid of its own inside its own user namespace.
-* ``process`` — where bubblewrap cannot run: a subprocess whose bootstrap installs an audit
-  hook before any generated code (no writes or reads outside the folder and the interpreter,
-  no other process's ``/proc``, no network sockets, no new programs, no native code, no SQLite
-  URIs or ATTACH) and, when the host is root, a throw-away uid per job, so the kernel keeps
-  jobs out of each other's folders and processes. Weaker: see the README's Security section.
+  and ``/dev/shm`` are private size-limited tmpfs, there is no network, and the PID namespace
+  dies with the run. As root, the code runs as a throw-away uid of its own inside its own user
+  namespace. The ``landlock`` rules below are applied inside too, as defence in depth.
+* ``landlock`` — where bubblewrap cannot make namespaces: the interpreter holds itself, before
+  any generated code, to Landlock (read the interpreter and system libraries, write only the
+  job's folder and its private tmp folder, execute nothing, no TCP, abstract unix sockets and
+  signals kept in the sandbox) and a seccomp filter (no sockets, ``ptrace``, namespaces,
+  mounts, ``io_uring``, ``bpf``, ``memfd`` …), with a throw-away uid when the host is root.
+  Kernel-enforced, inherited by every child, irrevocable.
+* ``process`` — only when the user opts in (``DEEPREFLECT_SANDBOX=process``): the audit hook
+  alone, which code can switch off. Not a boundary; every result carries the warning.
 
-Both: an environment built from nothing (no API keys), limits on CPU, memory (summed over
-every process of the run), file size, processes and wall time, output truncated, and every
-process of the run killed at its end.
+Without a kernel-enforced level and without that opt-in, nothing runs: :func:`run_jobs`
+raises :class:`SandboxUnavailable` (a check fails with that evidence). At every level: the
+bootstrap's audit hook (defence in depth), an environment built from nothing (no API keys),
+limits on CPU, memory (summed over every process of the run), file size, disk (the folders
+summed), processes and wall time, output truncated, and every process and file of the run
+removed at its end.
 
 Modules: ``host`` (run jobs together), ``launch`` (a job's folder and interpreter), ``capture``
 (its output), ``processes`` (find, watch, kill), ``isolation`` and ``bwrap`` (the levels),
-``programs`` (the text of the programs that run inside: ``bootstrap``, ``bridge``,
-``check_runner``, ``sql_runner``, standard library only, never imported by the host).
+``programs`` (the text of the programs that run inside: ``bootstrap``, ``kernel_rules``,
+``bridge``, ``check_runner``, ``sql_runner``, standard library only, never imported by the
+host).
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 The host passes this file's text with ``python -B -c`` and a JSON config as ``argv[1]``. In
 order: (kernel mode) copy the run's files into its size-limited tmpfs and drop from the
 sandbox's root to the run's throw-away user inside a user namespace of its own; set the
-resource limits; disarm the process spawner that audit hooks cannot see; install the audit
-hook; then run the requested ``-m module``, ``-c code`` or script as ``python <argv>`` would.
+resource limits; hold the process to the kernel rules (Landlock and seccomp, the boundary of
+the ``landlock`` level, defence in depth under bubblewrap); disarm the process spawner that
+audit hooks cannot see; install the audit hook (defence in depth: code can switch it off, the
+kernel rules it cannot); then run the requested ``-m module``, ``-c code`` or script as
+``python <argv>`` would.
 
 Standard library only: it runs in any interpreter, with nothing of deepreflect importable.
 """
@@ -208,6 +211,24 @@ def limit() -> None:
         resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
+def hold_to_kernel_rules() -> None:
+    """Apply ``kernel_rules.confine`` (its text comes in the config) to this process for good;
+    where they are the boundary, a kernel that refuses them means no generated code runs."""
+    rules = CONFIG.get("kernel_rules")
+    if not rules:
+        return
+    namespace: dict[str, Any] = {"__name__": "deepreflect_kernel_rules"}
+    exec(compile(rules["program"], "kernel_rules.py", "exec"), namespace)
+    try:
+        shared = rules["shares_host_uid"]
+        namespace["confine"](rules["readable"], WRITABLE, shares_host_uid=shared)
+    except OSError as exc:
+        if rules["required"]:
+            sys.stderr.write(f"sandbox: the kernel rules could not be applied ({exc}); ")
+            sys.stderr.write("generated code was not run\n")
+            os._exit(70)
+
+
 def disarm_spawner() -> None:
     """``_posixsubprocess.fork_exec`` starts programs without an audit event."""
     import _posixsubprocess
@@ -241,6 +262,7 @@ if CONFIG.get("mode") == "kernel":
     enter_kernel_sandbox()
 os.chdir(ROOT)
 limit()
+hold_to_kernel_rules()
 disarm_spawner()
 sys.addaudithook(hook)
 del sys.argv[1]

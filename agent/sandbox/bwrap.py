@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent.sandbox.isolation import bwrap_path
+from agent.sandbox.isolation import bwrap_path, interpreter_roots
 
 SOURCE = "/.deepreflect-in"
 """Where the job's files are mounted read-only; the bootstrap copies them into the tmpfs."""
@@ -16,8 +15,16 @@ SOURCE = "/.deepreflect-in"
 _BOOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
 
 
-def command(folder: Path, *, root: bool, disk_bytes: int, env: Mapping[str, str]) -> list[str]:
-    """``bwrap ...`` up to the program to run; ``root``: the host runs as root."""
+def command(
+    folder: Path,
+    *,
+    root: bool,
+    disk_bytes: int,
+    env: Mapping[str, str],
+    readable: Sequence[str] = (),
+) -> list[str]:
+    """``bwrap ...`` up to the program to run; ``root``: the host runs as root; ``readable``:
+    host files shown read-only at their own path (a job's ``readable``)."""
     binary = bwrap_path()
     if binary is None:
         msg = "bubblewrap is not usable here"
@@ -34,10 +41,14 @@ def command(folder: Path, *, root: bool, disk_bytes: int, env: Mapping[str, str]
         args += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
     args += _system_mounts()
     args += ["--proc", "/proc", "--dev", "/dev"]
+    # bubblewrap's /dev/shm is a folder of the /dev tmpfs, unbounded: give it its own limit
+    args += ["--perms", "01777", "--size", str(disk_bytes), "--tmpfs", "/dev/shm"]
     # the private /tmp first: an interpreter or virtualenv under /tmp (CI's) is mounted on it
     args += ["--perms", "01777", "--size", str(disk_bytes), "--tmpfs", "/tmp"]
-    for prefix in _interpreter_roots():
+    for prefix in interpreter_roots():
         args += _traversable_parents(prefix) + ["--ro-bind", prefix, prefix]
+    for path in readable:
+        args += _traversable_parents(path) + ["--ro-bind", path, path]
     args += ["--ro-bind", str(folder), SOURCE]
     args += ["--perms", "0755", "--size", str(disk_bytes), "--tmpfs", str(folder)]
     args += ["--chdir", str(folder), "--clearenv", "--new-session"]
@@ -67,16 +78,3 @@ def _system_mounts() -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     return args
-
-
-def _interpreter_roots() -> list[str]:
-    """The interpreter's installation and the virtualenv, outside ``/usr``; nothing else."""
-    roots = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
-    roots |= {
-        os.path.realpath(p)
-        for p in sys.path
-        if p and os.path.isabs(p) and os.path.isdir(p) and "site-packages" in p
-    }
-    roots = {r for r in roots if not r.startswith("/usr/") and r != "/usr"}
-    # a nested root is already visible through its parent
-    return sorted(r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots))

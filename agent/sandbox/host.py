@@ -22,10 +22,12 @@ from typing import IO, cast
 from agent.sandbox.capture import collect, drain
 from agent.sandbox.isolation import IsolationLevel, isolation_level
 from agent.sandbox.job import Job, SandboxResult
-from agent.sandbox.launch import FILE_SIZE_LIMIT, Started, prepare, remove_tree, start
-from agent.sandbox.processes import Watch, kill_all, reap
+from agent.sandbox.launch import DISK_LIMIT, FILE_SIZE_LIMIT, Started, prepare, remove_tree, start
+from agent.sandbox.processes import Watch, has_exited, kill_all, members, reap, remove_left
 
 __all__ = ["Job", "SandboxResult", "run_jobs"]
+
+_OUTLIVE_GRACE_S = 1.0  # how long the other jobs get to exit once the main jobs have ended
 
 
 def run_jobs(
@@ -41,6 +43,8 @@ def run_jobs(
     ``isolation`` overrides :func:`isolation_level` (the SQL check reads a host file).
 
     Raises:
+        SandboxUnavailable: no kernel-enforced sandbox here and no opt-in to ``process``
+            (nothing is run), or the forced level cannot run.
         ValueError: a file path would land outside its folder, or a bad timeout.
         OSError: an interpreter could not be started.
     """
@@ -75,15 +79,38 @@ def _supervise(
     begun = time.monotonic()
     captures = {pipe: cap for run in started for pipe, cap in run.captures.items()}
     mains = [run for run in started if run.spec.job.main] or started
-    watch = Watch([(run.proc.pid, run.spec.uid) for run in started], memory_mb * 1024 * 1024)
+    members = [(run.proc.pid, run.spec.uid) for run in started]
+    folders = [] if level == "kernel" else [str(p) for r in started for p in r.spec.folders()]
+    watch = Watch(members, memory_mb * 1024 * 1024, folders, DISK_LIMIT * len(started))
     reason = collect([run.proc.pid for run in mains], captures, begun + timeout_s, watch)
+    outlived = _still_running([run for run in started if run not in mains]) if not reason else []
     for run in started:
         kill_all(run.proc.pid, run.spec.uid)
+        if run.spec.uid is not None and level != "kernel":
+            remove_left(run.spec.uid)  # the kernel level's /tmp and /dev/shm die with it
     drain(captures, time.monotonic() + 0.5)
-    return [_result(run, reason, begun, level) for run in started]
+    return [_result(run, reason, begun, level, run in outlived) for run in started]
 
 
-def _result(run: Started, reason: str | None, begun: float, level: IsolationLevel) -> SandboxResult:
+def _still_running(others: list[Started]) -> list[Started]:
+    """The jobs among ``others`` that have not exited, with every process they started,
+    within a grace period: a linked peer whose link closed has nothing left to do."""
+    deadline = time.monotonic() + _OUTLIVE_GRACE_S
+    running = [run for run in others if _alive(run)]
+    while running and time.monotonic() < deadline:
+        time.sleep(0.01)
+        running = [run for run in running if _alive(run)]
+    return running
+
+
+def _alive(run: Started) -> bool:
+    pid = run.proc.pid
+    return not has_exited(pid) or any(p != pid for p in members(pid, run.spec.uid))
+
+
+def _result(
+    run: Started, reason: str | None, begun: float, level: IsolationLevel, outlived: bool
+) -> SandboxResult:
     """What one job of a finished run did (its processes are all dead by now)."""
     returncode = reap(run.proc)
     stdout = _relative(run.captures[cast(IO[bytes], run.proc.stdout)].text(), run.spec.folder)
@@ -97,6 +124,7 @@ def _result(run: Started, reason: str | None, begun: float, level: IsolationLeve
         duration_s=time.monotonic() - begun,
         isolation=level,
         report=_read_report(run.report),
+        outlived=outlived,
     )
 
 

@@ -21,13 +21,17 @@ class SandboxResult:
     timed_out: bool
     """The wall timeout fired and the run was killed."""
     killed_reason: str | None
-    """``"timeout"``, ``"output"`` (flood), ``"cpu"``, ``"memory"``, ``"killed"`` or None."""
+    """``"timeout"``, ``"output"`` (flood), ``"cpu"``, ``"memory"``, ``"disk"`` (its folders
+    outgrew their limit), ``"killed"`` or None."""
     duration_s: float
     """Wall time of the run."""
     isolation: IsolationLevel = "process"
     """The isolation the job ran under."""
     report: str = ""
     """What the job wrote to its report descriptor (``DEEPREFLECT_REPORT_FD``), if it had one."""
+    outlived: bool = False
+    """A job that is not ``main`` (or a process it started) was still running a moment after
+    the main jobs ended on their own, and was killed: it did not stop when the run was over."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,8 @@ class Job:
     main: bool = True
     """The run ends when every main job has exited; the others are then killed."""
     readable: Sequence[str] = ()
-    """Host files the job may read besides its own (process mode only, and only as far as
-    the throw-away user's permissions reach)."""
+    """Host files the job may read besides its own (read-only, at every level, and only as
+    far as the throw-away user's permissions reach)."""
     report: bool = False
     """Give the job a descriptor (``DEEPREFLECT_REPORT_FD``) whose text comes back as
     ``SandboxResult.report``: a channel no other job of the run can write to."""

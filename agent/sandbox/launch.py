@@ -1,8 +1,11 @@
 """Give a job its folder and start its interpreter, bootstrap first, under one isolation level.
 
-Each job gets a fresh folder holding only its files, an environment built from nothing,
-resource limits, and, when the host is root, a throw-away user id of its own: the kernel
-then keeps jobs out of each other's folders and processes (see :mod:`agent.sandbox.processes`).
+Each job gets a fresh folder holding only its files, a private tmp folder beside it (its
+``TMPDIR``; both removed with the run and counted against its disk limit), an environment
+built from nothing, resource limits, and, when the host is root, a throw-away user id of its
+own: the kernel then keeps jobs out of each other's folders and processes (see
+:mod:`agent.sandbox.processes`). At the ``landlock`` and ``kernel`` levels the bootstrap also
+holds itself to :mod:`agent.sandbox.kernel_rules` before any generated code.
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ from typing import IO, Any, cast
 
 from agent.sandbox import bwrap
 from agent.sandbox.capture import Capture
-from agent.sandbox.isolation import IsolationLevel
+from agent.sandbox.isolation import IsolationLevel, interpreter_roots
 from agent.sandbox.job import Job
 from agent.sandbox.processes import PROCESSES_PER_JOB, tasks_of_user
 from agent.sandbox.programs import program
 
 FILE_SIZE_LIMIT = 16 * 1024 * 1024
 _UID_RANGE = (1_900_000_000, 2_000_000_000)  # throw-away ids, far from any real account
-_DISK_LIMIT = 64 * 1024 * 1024  # the folder's tmpfs and the private /tmp, each (kernel mode)
+_DISK_LIMIT = 64 * 1024 * 1024  # kernel mode: each tmpfs (folder, /tmp, /dev/shm)
+DISK_LIMIT = 2 * _DISK_LIMIT
+"""Bytes a job's folder and tmp folder may hold together (``landlock`` and ``process``)."""
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -41,8 +46,14 @@ class Spec:
 
     job: Job
     folder: Path
+    tmp: Path
+    """The job's private ``TMPDIR`` (``landlock`` and ``process``; kernel mode has a tmpfs)."""
     uid: int | None
     """The throw-away uid (root hosts only)."""
+
+    def folders(self) -> tuple[Path, Path]:
+        """Where the job may write on the host's disk."""
+        return self.folder, self.tmp
 
 
 @dataclass
@@ -75,15 +86,18 @@ class _Command:
 
 
 def prepare(base: Path, index: int, job: Job, level: IsolationLevel) -> Spec:
-    """Write the job's files into ``base/job<index>`` and choose its throw-away uid."""
-    folder = base / f"job{index}"
+    """Write the job's files into ``base/job<index>``, make its ``base/tmp<index>`` and choose
+    its throw-away uid."""
+    folder, tmp = base / f"job{index}", base / f"tmp{index}"
     folder.mkdir(mode=0o700)
+    tmp.mkdir(mode=0o700)
     _write_files(folder, job.files)
     uid = secrets.randbelow(_UID_RANGE[1] - _UID_RANGE[0]) + _UID_RANGE[0]
     uid_or_none = uid if os.geteuid() == 0 else None
-    if uid_or_none is not None and level == "process":
+    if uid_or_none is not None and level != "kernel":
         _chown_tree(folder, uid_or_none)  # kernel mode: the bootstrap chowns its tmpfs copy
-    return Spec(job, folder, uid_or_none)
+        _chown_tree(tmp, uid_or_none)
+    return Spec(job, folder, tmp, uid_or_none)
 
 
 def _write_files(folder: Path, files: Mapping[str, str]) -> None:
@@ -138,7 +152,7 @@ def start(
         "rlimits": _rlimits(timeout_s, memory_mb, spec.uid),
         "mode": level,
     }
-    build = _kernel_command if level == "kernel" else _process_command
+    build = _kernel_command if level == "kernel" else _direct_command
     command = build(spec, config, env)
     try:
         proc = subprocess.Popen(  # no preexec_fn: checks run in threads, where it may deadlock
@@ -166,23 +180,48 @@ def start(
 
 def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
     """bubblewrap around the interpreter; the bootstrap copies the files into its tmpfs."""
-    config.update(uid=spec.uid, copy_from=bwrap.SOURCE, writable=["/tmp"])
+    readable = [os.path.realpath(p) for p in spec.job.readable]
+    config.update(uid=spec.uid, copy_from=bwrap.SOURCE, writable=["/tmp", "/dev/shm"])
+    # defence in depth under the namespaces; a kernel without Landlock still has them
+    rules = _kernel_rules([*interpreter_roots(), *readable], False, required=False)
+    config["kernel_rules"] = rules
     env = {**_environment(spec.folder, "/tmp"), **env}
-    args = bwrap.command(spec.folder, root=spec.uid is not None, disk_bytes=_DISK_LIMIT, env=env)
+    root = spec.uid is not None
+    args = bwrap.command(spec.folder, root=root, disk_bytes=_DISK_LIMIT, env=env, readable=readable)
     args += [sys.executable, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
     return _Command(args + list(spec.job.argv), env)
 
 
-def _process_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
-    """The interpreter itself, as the throw-away user when the host is root."""
+def _direct_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
+    """The interpreter itself, as the throw-away user when the host is root; at the
+    ``landlock`` level it holds itself to the kernel rules before any generated code."""
     interpreter, interpreter_env, opened = _interpreter(spec.uid)
-    config["readable"] = _readable_roots() + [os.path.realpath(p) for p in spec.job.readable]
+    extra = [os.path.realpath(p) for p in spec.job.readable]
+    config.update(readable=_readable_roots() + extra, writable=[str(spec.tmp)])
+    if config["mode"] == "landlock":
+        # the throw-away uid may not walk to the interpreter (under /root): the descriptors
+        # the host opened for it (``/proc/self/fd/N``) name it instead
+        reach = [p for p in interpreter_env.get("PYTHONPATH", "").split(":") if p]
+        reach += [interpreter_env["PYTHONHOME"]] if "PYTHONHOME" in interpreter_env else []
+        readable = [*interpreter_roots(), *reach, *extra]
+        config["kernel_rules"] = _kernel_rules(readable, spec.uid is None, required=True)
     args = [interpreter, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
     user: dict[str, Any] = {}
     if spec.uid is not None:
         user = {"user": spec.uid, "group": spec.uid, "extra_groups": []}
-    env = {**_environment(spec.folder, str(spec.folder)), **env, **interpreter_env}
+    env = {**_environment(spec.folder, str(spec.tmp)), **env, **interpreter_env}
     return _Command(args + list(spec.job.argv), env, opened, user)
+
+
+def _kernel_rules(readable: list[str], shares_host_uid: bool, *, required: bool) -> dict[str, Any]:
+    """What the bootstrap needs to apply :mod:`agent.sandbox.kernel_rules` to itself;
+    ``shares_host_uid``: no throw-away uid keeps the code off the host user's files."""
+    return {
+        "program": program("kernel_rules.py"),
+        "readable": readable,
+        "shares_host_uid": shares_host_uid,
+        "required": required,
+    }
 
 
 def _rlimits(timeout_s: float, memory_mb: int, uid: int | None) -> dict[str, tuple[int, int]]:
@@ -223,10 +262,9 @@ def _interpreter(uid: int | None) -> tuple[str, dict[str, str], list[int]]:
 
 
 def _readable_roots() -> list[str]:
-    """What process-mode code may read besides its folder: the interpreter and libraries."""
-    roots = {sys.base_prefix, sys.prefix, "/usr", "/lib", "/lib64", "/etc/localtime"}
-    roots |= {p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)}
-    roots -= {"/", os.path.expanduser("~"), os.getcwd()}  # a venv in the checkout is enough
+    """What the audit hook lets code read besides its folders: the interpreter and libraries,
+    not the rest of ``sys.path`` (an editable checkout is the host's, not the sandbox's)."""
+    roots = {"/usr", "/lib", "/lib64", "/etc/localtime", *interpreter_roots()}
     return sorted(os.path.realpath(r) for r in roots)
 
 

@@ -3,12 +3,15 @@
 A job's processes are found by its throw-away uid when the host is root (the kernel then
 keeps other jobs' processes out of the count), else by descent from its first process. The
 watcher sums memory and counts processes over the whole run, not per process, so six
-children of 400 MB each cannot hide under a 512 MB limit.
+children of 400 MB each cannot hide under a 512 MB limit; and it sums the disk the run's
+folders hold (``RLIMIT_FSIZE`` bounds one file, not a thousand), with whatever a throw-away
+uid left in the shared ``/tmp`` and ``/dev/shm``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,6 +19,9 @@ from collections.abc import Iterable, Sequence
 
 PROCESSES_PER_JOB = 64  # processes and threads one job may have at once
 WATCH_EVERY_S = 0.05
+DISK_EVERY_S = 0.2  # walking folders costs more than reading /proc
+FILES_PER_JOB = 20_000  # entries a job's folders may hold: inodes are disk too
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 
 Member = tuple[int, int | None]
 """How to find a job's processes: (pid of its first process, its throw-away uid or None)."""
@@ -79,25 +85,89 @@ def reap(proc: subprocess.Popen[bytes]) -> int | None:
         return None
 
 
-class Watch:
-    """Memory and process count of the whole run, summed over all its processes."""
+def left_in_shared_folders(uid: int) -> list[str]:
+    """What ``uid`` created at the top of the machine's shared temporary folders."""
+    found = []
+    for folder in SHARED_FOLDERS:
+        try:
+            with os.scandir(folder) as entries:
+                found += [e.path for e in entries if e.stat(follow_symlinks=False).st_uid == uid]
+        except OSError:
+            continue
+    return found
 
-    def __init__(self, jobs: Sequence[Member], limit_bytes: int) -> None:
+
+def remove_left(uid: int) -> None:
+    """Remove what a throw-away uid left in the shared folders (it owns nothing else)."""
+    for path in left_in_shared_folders(uid):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def disk_use(paths: Iterable[str]) -> tuple[int, int]:
+    """(bytes allocated, entries) beneath ``paths``, never following a symlink."""
+    used = count = 0
+    todo = list(paths)
+    while todo:
+        path = todo.pop()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        used += info.st_blocks * 512
+        count += 1
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                todo += [os.path.join(path, name) for name in os.listdir(path)]
+            except OSError:
+                continue
+    return used, count
+
+
+class Watch:
+    """Memory and process count of the whole run, summed over all its processes, and the
+    disk its folders (and its throw-away uids' leftovers) hold."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Member],
+        limit_bytes: int,
+        folders: Sequence[str] = (),
+        disk_bytes: int = 0,
+    ) -> None:
         self.jobs = list(jobs)
         self.limit = limit_bytes
+        self.folders = list(folders)
+        self.disk_limit = disk_bytes
         self.next_at = 0.0
+        self.disk_at = 0.0
 
     def over(self, now: float) -> str | None:
-        """``"killed"`` (too many processes), ``"memory"`` or None; looks at most every
-        ``WATCH_EVERY_S``, since walking ``/proc`` is not free."""
+        """``"killed"`` (too many processes), ``"memory"``, ``"disk"`` or None; looks at most
+        every ``WATCH_EVERY_S``, since walking ``/proc`` is not free."""
         if now < self.next_at:
             return None
         self.next_at = now + WATCH_EVERY_S
         found = [pid for job in self.jobs for pid in members(*job)]
         if len(found) > PROCESSES_PER_JOB * len(self.jobs):
             return "killed"
-        rss = sum(_rss(pid) for pid in found)
-        return "memory" if rss > self.limit else None
+        if sum(_rss(pid) for pid in found) > self.limit:
+            return "memory"
+        if self.folders and now >= self.disk_at:
+            self.disk_at = now + DISK_EVERY_S
+            return self._disk_over()
+        return None
+
+    def _disk_over(self) -> str | None:
+        shared = [p for _, uid in self.jobs if uid is not None for p in left_in_shared_folders(uid)]
+        used, entries = disk_use(self.folders + shared)
+        too_many = entries > FILES_PER_JOB * len(self.jobs)
+        return "disk" if used > self.disk_limit or too_many else None
 
 
 def _rss(pid: int) -> int:

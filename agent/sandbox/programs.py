@@ -1,10 +1,10 @@
 """The programs that run inside the sandbox, read as text from this package's own folder.
 
-``bootstrap.py``, ``bridge.py``, ``check_runner.py`` and ``sql_runner.py`` are real modules of
-``agent.sandbox`` (linted and type-checked like the rest, installed with the wheel), but they
-are never imported by the host: their text is copied into a sandbox and run there, with only
-the standard library. Reading them from ``Path(__file__).parent`` works from a source tree, an
-editable install and a wheel alike.
+``bootstrap.py``, ``kernel_rules.py``, ``bridge.py``, ``check_runner.py`` and ``sql_runner.py``
+are real modules of ``agent.sandbox`` (linted and type-checked like the rest, installed with
+the wheel), but the host never imports them (``kernel_rules`` only in a unit test): their text
+is copied into a sandbox and run there, with only the standard library. Reading them from
+``Path(__file__).parent`` works from a source tree, an editable install and a wheel alike.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-PROGRAMS = frozenset({"bootstrap.py", "bridge.py", "check_runner.py", "sql_runner.py"})
+PROGRAMS = frozenset(
+    {"bootstrap.py", "bridge.py", "check_runner.py", "kernel_rules.py", "sql_runner.py"}
+)
 
 
 @functools.cache

@@ -510,3 +510,33 @@ def test_a_star_import_never_gives_a_test_the_artifacts_tools():
 
     assert not report["passed"]
     assert report["evidence"].startswith("3 failed of 3 tests"), report["evidence"]
+
+
+LINGERING = {
+    "a forked child that sleeps on": (
+        "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+    ),
+    "a forked child in a new session": (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("trick", sorted(LINGERING))
+def test_an_artifact_process_still_running_after_the_check_fails_it(trick, mode):
+    code = LINGERING[trick] + "def slugify(text):\n    return '-'.join(text.lower().split())\n"
+    files = {"slugify.py": code}
+    report = run_check(
+        {"kind": "python", "code": "assert slugify('A B') == 'a-b'"}, files, "slugify.py"
+    )
+    if mode == "kernel":
+        # the PID namespace dies with the artifact's first process: nothing of it lives on,
+        # so there is nothing to outlive the check; the verdict is the tests'
+        assert report["passed"] is True, report["evidence"]
+    else:
+        assert report["passed"] is False
+        assert "still running after the check ended" in report["evidence"]

@@ -607,3 +607,246 @@ def test_a_step_over_the_context_window_fails_alone_never_the_run(tmp_path):
     errors = [e for e in events if e.get("action") == "error" and e.get("step_id") == "S2"]
     assert errors and all(e["error_class"] == "deterministic_validation" for e in errors)
     assert "does not fit the model's context window" in errors[0]["observation"]
+
+
+# ------------------------------------------------- agent-chat-ui: buttons, typed labels, pauses
+
+
+def _interrupt_value(graph, thread_id: str = "t"):
+    (value,) = [
+        i.value for t in graph.get_state(thread_config(thread_id)).tasks for i in t.interrupts
+    ]
+    return value
+
+
+def _ai(graph, thread_id: str = "t"):
+    return [
+        m for m in graph.get_state(thread_config(thread_id)).values["messages"] if m.type == "ai"
+    ]
+
+
+def test_the_interrupt_is_a_review_card_that_agent_chat_ui_draws_with_buttons(tmp_path):
+    from tests.unit.test_answers import drawn_with_buttons
+
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    value = _interrupt_value(graph)
+    escalation = graph.get_state(thread_config("t")).values["escalation"]
+    assert value == escalation and drawn_with_buttons(value)
+    # the contract's fields stay in the escalation, beside the card
+    assert {"question", "artifacts_ready_for_review", "suggested_responses"} <= set(escalation)
+    assert {"reflection_depth", "reason"} <= set(escalation)
+    (action,) = value["action_requests"]
+    assert action["args"]["question"] == escalation["question"]
+    assert action["args"]["artifacts_ready_for_review"] == "- `a.md`"
+    assert value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    # for a client without cards, the message lists every label one may type, literally
+    message = _ai(graph)[-1].content
+    assert message.startswith(escalation["question"])
+    labels = [c["label"] for c in escalation["suggested_responses"]]
+    assert message.splitlines()[1:] == [f"- `{label}`" for label in labels]
+    assert "stop here" in labels and "accept the artifacts as they are" in labels
+
+
+BUTTONS = [
+    pytest.param(
+        {"decisions": [{"type": "approve"}]}, ("success", "accepted_by_human"), id="approve"
+    ),
+    pytest.param(
+        [{"type": "accept", "args": None}], ("success", "accepted_by_human"), id="inbox-accept"
+    ),
+    pytest.param(
+        {"decisions": [{"type": "reject", "message": "Stop here."}]},
+        ("failed", "stopped_by_human"),
+        id="reject-stop-here",
+    ),
+    pytest.param(
+        {"decisions": [{"type": "reject", "message": "STOP"}]},
+        ("failed", "stopped_by_human"),
+        id="reject-stop",
+    ),
+    pytest.param(
+        {"decisions": [{"type": "reject", "message": " accept the artifacts AS they are "}]},
+        ("success", "accepted_by_human"),
+        id="reject-accept-label",
+    ),
+    pytest.param(
+        [{"type": "ignore", "args": None}], ("failed", "stopped_by_human"), id="inbox-ignore"
+    ),
+    pytest.param(
+        [{"type": "response", "args": "stop here"}],
+        ("failed", "stopped_by_human"),
+        id="inbox-response",
+    ),
+]
+
+
+@pytest.mark.parametrize(("button", "expected"), BUTTONS)
+def test_each_button_of_the_card_ends_the_thread_as_its_label_says(tmp_path, button, expected):
+    graph, roles = _paused_on_depth_cap(tmp_path)
+    before = _calls(roles)
+    graph.invoke(Command(resume=button), thread_config("t"), context=ctx())
+    result = result_of(graph, "t")
+    assert (result["status"], result["stop_reason"]) == expected
+    assert result["escalation"] is None and _calls(roles) == before  # no model called
+    assert graph.get_state(thread_config("t")).next == ()
+
+
+def test_the_reject_button_with_an_answer_reaches_the_planner(tmp_path):
+    ask = {"decision": "escalate", "question": "Which year?", "suggested_responses": ["2024"]}
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(), thread_id="t")
+    # accept and stop are offered beside the model's suggestion, in the card and the message
+    listed = ["- `2024`", "- `accept the artifacts as they are`", "- `stop here`"]
+    assert _ai(graph)[-1].content.splitlines()[1:] == listed
+    answer = {"decisions": [{"type": "reject", "message": "cover 2022 and 2023"}]}
+    graph.invoke(Command(resume=answer), thread_config("t"), context=ctx())
+    assert result_of(graph, "t")["status"] == "success"
+    assert "cover 2022 and 2023" in str(roles["planner"].calls[-1][-1].content)
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("  Stop   Here ", ("failed", "stopped_by_human")),
+        ("stop", ("failed", "stopped_by_human")),
+        ("Accept the artifacts as they are.", ("success", "accepted_by_human")),
+    ],
+)
+def test_a_typed_label_on_the_paused_thread_acts_as_that_choice(tmp_path, typed, expected):
+    graph, roles = _paused_on_depth_cap(tmp_path)
+    before = _calls(roles)
+    graph.invoke({"messages": [HumanMessage(typed)]}, thread_config("t"), context=ctx())
+    result = result_of(graph, "t")
+    assert (result["status"], result["stop_reason"]) == expected
+    assert _calls(roles) == before  # not taken as an answer: nothing replanned or re-run
+    assert _ai(graph)[-1].content != _ai(graph)[-2].content  # the outcome, after the question
+    # the same through agent.resume with text, and as a string resume value
+    graph2, _ = _paused_on_depth_cap(tmp_path / "2")
+    assert resume(graph2, "t", typed, context=ctx())["stop_reason"] == expected[1]
+    graph3, _ = _paused_on_depth_cap(tmp_path / "3")
+    graph3.invoke(Command(resume=typed), thread_config("t"), context=ctx())
+    assert result_of(graph3, "t")["stop_reason"] == expected[1]
+
+
+def test_a_typed_label_that_is_an_answer_reaches_the_planner_as_its_value(tmp_path):
+    ask = {
+        "decision": "escalate",
+        "question": "Which year?",
+        "suggested_responses": ["Recent years"],
+    }
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    run(graph, "goal", context=ctx(), thread_id="t")
+    graph.invoke(
+        {"messages": [HumanMessage(" recent   YEARS ")]}, thread_config("t"), context=ctx()
+    )
+    assert result_of(graph, "t")["status"] == "success"
+    asked = str(roles["planner"].calls[-1][-1].content)
+    assert "Recent years" in asked and "recent   YEARS" not in asked  # the choice's own words
+
+
+@pytest.mark.parametrize("typed", ["continue", "Continue with a higher budget"])
+def test_continue_typed_after_a_budget_stop_continues_without_replanning(tmp_path, typed):
+    plan = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
+    written = []
+    roles = models(plan, [END], writer(lambda s, p, r: written.append(s) or f"content of {p}\n"))
+    graph, _ = sqlite_graph(tmp_path, roles)
+    paused = run(graph, "goal", context=ctx(max_steps=1), thread_id="t")
+    assert (paused["status"], paused["stop_reason"]) == ("budget_exhausted", "step_budget")
+    plans, s1_writes = len(roles["planner"].calls), written.count("S1")
+    more = ctx(max_steps=5)  # the Context holds the budgets; continue restarts the turn's count
+    graph.invoke({"messages": [HumanMessage(typed)]}, thread_config("t"), context=more)
+    assert result_of(graph, "t")["status"] == "success"
+    assert len(roles["planner"].calls) == plans  # no replan
+    assert written.count("S1") == s1_writes  # the finished step is not run again
+
+
+def test_each_pause_is_a_new_ai_message_and_the_last_one_is_the_pause(tmp_path):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    first = _ai(graph)[-1]
+    assert first.id.startswith("escalation-")
+    again = resume(graph, "t", "try a shorter plan", context=ctx(workload="qa"))
+    assert (again["status"], again["stop_reason"]) == ("awaiting_input", "depth_cap")
+    messages = graph.get_state(thread_config("t")).values["messages"]
+    pauses = [m for m in messages if m.type == "ai" and str(m.id).startswith("escalation-")]
+    assert len(pauses) == 2 and pauses[0].id != pauses[1].id
+    assert pauses[0].content == pauses[1].content  # the same question, asked twice
+    assert messages[-1].id == pauses[1].id  # the card sits under the last message
+    assert [m.type for m in messages[-3:]] == ["ai", "human", "ai"]
+    # resumed with nothing, it pauses on the same message: no third one
+    resume(graph, "t", None, context=ctx(workload="qa"))
+    after = graph.get_state(thread_config("t")).values["messages"]
+    assert [m.id for m in after] == [m.id for m in messages]
+
+
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [
+        ("openai:gpt-4.1-mini", "OPENAI_API_KEY"),
+        ("nosuchprovider:x", "unknown model provider"),
+        ("no-colon", "provider:name"),
+    ],
+)
+def test_a_model_that_cannot_be_made_fails_the_run_with_a_message_that_stays(
+    tmp_path, monkeypatch, model, words
+):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    graph, _ = sqlite_graph(tmp_path, {})
+    result = run(graph, "write a report", context=Context(model=model), thread_id="t")
+    assert result["status"] == "failed" and result["stop_reason"] == "invalid_input"
+    last = graph.get_state(thread_config("t")).values["messages"][-1]
+    assert last.type == "ai" and words in last.content
+    assert (
+        "`model` in the assistant's context" in last.content and "DEEPREFLECT_MODEL" in last.content
+    )
+    assert "--model" in last.content
+
+
+def test_a_subagent_model_that_cannot_be_made_fails_the_run_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    roles = models([step("S1", "a.md")], [END])
+    del roles["default"]
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(subagent_model="openai:gpt-4.1-mini"), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
+    last = graph.get_state(thread_config("t")).values["messages"][-1]
+    assert "OPENAI_API_KEY" in last.content and "DEEPREFLECT_MODEL" in last.content
+
+
+class AuthenticationError(Exception):
+    """A provider's refusal of the key, as its SDK names it."""
+
+
+def test_a_provider_refusing_the_key_fails_the_run_with_the_error_and_the_fix(tmp_path):
+    refusing = ScriptedChatModel(responder=lambda m: AuthenticationError("invalid api key sk-…"))
+    roles = models([step("S1", "a.md")], [END], planner=refusing)
+    graph, _ = sqlite_graph(tmp_path, roles)
+    result = run(graph, "goal", context=ctx(), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("failed", "permission_denied")
+    last = graph.get_state(thread_config("t")).values["messages"][-1]
+    assert last.type == "ai" and "invalid api key" in last.content
+    assert "DEEPREFLECT_MODEL" in last.content
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"decisions": [{"type": "approve"}]}, "accepted_by_human"),
+        ([{"type": "accept", "args": None}], "accepted_by_human"),
+        ({"decisions": [{"type": "reject", "message": "stop here"}]}, "stopped_by_human"),
+    ],
+)
+def test_agent_resume_takes_the_cards_decisions_too(tmp_path, answer, expected):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    assert resume(graph, "t", answer, context=ctx())["stop_reason"] == expected
+
+
+def test_agent_resume_refuses_a_decision_the_card_does_not_offer(tmp_path):
+    graph, _ = _paused_on_depth_cap(tmp_path)
+    edit = {"decisions": [{"type": "edit", "edited_action": {"name": "escalation", "args": {}}}]}
+    with pytest.raises(ConfigError, match="approve .* or reject"):
+        resume(graph, "t", edit, context=ctx())
+    assert result_of(graph, "t")["status"] == "awaiting_input"

@@ -25,10 +25,13 @@ import agent
 from agent import build_graph, open_checkpointer, resume, run
 from agent.errors import ErrorClass
 from agent.lease import (
+    EPOCH_TABLE,
     HOST,
     TABLE,
+    TTL_ENV,
     Holder,
     Lease,
+    LeaseLost,
     ThreadBusy,
     advisory_key,
     hold,
@@ -108,11 +111,18 @@ def test_thread_busy_names_the_thread_and_is_exported_from_agent():
 
 
 def test_a_lost_lease_stops_the_run_at_its_next_check():
-    lease = Lease("t")
+    lease = Lease("t", token=7)
     lease.check()  # held: nothing happens
     lease.lost.set()
-    with pytest.raises(ThreadBusy, match="thread t is busy: another writer took its lease"):
+    with pytest.raises(LeaseLost, match="thread t: another writer took over this thread"):
         lease.check()
+
+
+def test_lease_lost_is_one_line_naming_the_thread_and_is_exported_from_agent():
+    lost = LeaseLost("t-1")
+    assert "\n" not in str(lost) and "`deepreflect show t-1`" in str(lost)
+    assert lost.thread_id == "t-1" and not isinstance(lost, ThreadBusy)
+    assert agent.LeaseLost is LeaseLost and "LeaseLost" in agent.__all__
 
 
 def test_an_answer_is_refused_unless_the_thread_waits_for_one():
@@ -161,7 +171,8 @@ def _write_row(path, holder: Holder, thread_id: str = "t") -> None:
         pass
     with sqlite3.connect(str(path)) as conn:
         conn.execute(
-            f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO {TABLE} (thread_id, owner, host, pid, expires_at) "
+            "VALUES (?, ?, ?, ?, ?)",
             (thread_id, holder.owner, holder.host, holder.pid, holder.expires_at),
         )
 
@@ -216,9 +227,11 @@ def test_a_sqlite_lease_another_writer_took_over_is_reported_lost(tmp_path):
     db = tmp_path / "threads.sqlite"
     with hold(_sqlite_saver(db), "t", ttl_s=0.3) as lease:
         with sqlite3.connect(str(db)) as conn:
-            conn.execute(f"UPDATE {TABLE} SET owner = 'intruder' WHERE thread_id = 't'")
+            conn.execute(
+                f"UPDATE {TABLE} SET owner = 'intruder', token = token + 1 WHERE thread_id = 't'"
+            )
         _poll(lease.lost.is_set, "the heartbeat never noticed the lease was taken")
-        with pytest.raises(ThreadBusy):
+        with pytest.raises(LeaseLost):
             lease.check()
     assert _lease_row(db)[0] == "intruder"  # releasing does not delete another's lease
 
@@ -332,11 +345,16 @@ def _pause(db: str) -> str:
 
 
 @contextmanager
-def _holding(db: str, thread_id: str, answer: str) -> Iterator[subprocess.Popen]:
-    """A process that resumes the thread with ``answer`` and stops mid-run, lease held."""
+def _holding(
+    db: str, thread_id: str, answer: str, mode: str = "wait", ttl_s: float | None = None
+) -> Iterator[subprocess.Popen]:
+    """A process that resumes the thread with ``answer`` and stops mid-run, lease held
+    (``tests/lease_worker.py``: ``wait`` on stdin, or ``stop-in-write``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
+    if ttl_s is not None:
+        env[TTL_ENV] = str(ttl_s)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.lease_worker", db, thread_id, answer],
+        [sys.executable, "-m", "tests.lease_worker", db, thread_id, answer, mode],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -347,7 +365,8 @@ def _holding(db: str, thread_id: str, answer: str) -> Iterator[subprocess.Popen]
     try:
         assert worker.stdout is not None
         leased = worker.stdout.readline()
-        assert leased == "leased\n", worker.stderr.read() if worker.stderr else ""
+        expected = "writing\n" if mode == "stop-in-write" else "leased\n"
+        assert leased == expected, worker.stderr.read() if worker.stderr else ""
         yield worker
     finally:
         if worker.poll() is None and worker.returncode is None:
@@ -379,7 +398,7 @@ def test_two_answers_at_once_one_runs_the_other_is_busy_and_is_refused_when_sent
         assert shown.returncode == 0, shown.stderr
         out, err = first.communicate("go on\n", timeout=120)
     assert first.returncode == 0, err
-    assert json.loads(out.splitlines()[-1])["status"] == "success"
+    assert json.loads(out)["status"] == "success"
 
     values, parents = _thread_state(threads_db, thread_id)
     humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
@@ -426,3 +445,308 @@ def test_a_lease_left_by_a_killed_process_does_not_block_a_later_resume(threads_
     values, _ = _thread_state(threads_db, thread_id)
     humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
     assert humans[1:] == ["engineers"]  # the killed process's answer was kept and used
+
+
+# ------------------------------------------- a writer that lost its lease writes nothing
+
+TTL = 1.0  # the short lease of these tests, for both writers
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (SIGSTOP), as /proc says."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rpartition(")")[2].split()[0] in ("T", "t")
+
+
+def _has_open(pid: int, path: str) -> bool:
+    """Whether process ``pid`` has the file at ``path`` open."""
+    folder = f"/proc/{pid}/fd"
+    try:
+        return any(os.path.realpath(f"{folder}/{fd}") == path for fd in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _checkpoints(db: str, thread_id: str) -> list[str]:
+    with open_checkpointer(db, write=False) as saver:
+        return [
+            str(item.config["configurable"]["checkpoint_id"])
+            for item in saver.list(thread_config(thread_id))
+        ]
+
+
+def _assert_one_lease_lost_line(
+    proc: subprocess.CompletedProcess | subprocess.Popen, err: str, thread_id: str
+) -> None:
+    assert proc.returncode == 4, err
+    assert err.startswith(f"error: thread {thread_id}: another writer took over"), err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"`deepreflect show {thread_id}`" in err
+
+
+def _assert_the_takeover_is_intact(
+    db: str, thread_id: str, after_b: list[str], answer: str
+) -> None:
+    """The thread is as the second writer left it: no checkpoint added, no fork."""
+    assert _checkpoints(db, thread_id) == after_b
+    values, parents = _thread_state(db, thread_id)
+    assert values["status"] == "success" and values["escalation"] is None
+    humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
+    assert humans[-1] == answer
+    assert len(parents) == len(set(parents)), "the stale writer forked the thread"
+
+
+def _takeover(db: str, thread_id: str) -> subprocess.CompletedProcess:
+    """A second writer continues the thread to the end (``resume`` with no answer)."""
+    second = cli("resume", thread_id, "--json", db=db, env_extra={TTL_ENV: str(TTL)})
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["status"] == "success"
+    return second
+
+
+def test_a_writer_frozen_past_its_lease_gets_lease_lost_and_the_takeover_stays_intact(
+    tmp_path,
+):
+    db = str(tmp_path / "threads.sqlite")
+    thread_id = _pause(db)
+    with _holding(db, thread_id, "engineers", ttl_s=TTL) as first:
+        os.kill(first.pid, signal.SIGSTOP)  # its heartbeat stops with it
+        _poll(lambda: _stopped(first.pid), "the first writer never stopped")
+        time.sleep(TTL * 1.5)
+        # its answer is in (written while it held the lease), so the thread runs: the second
+        # writer continues it, to the end
+        second = _takeover(db, thread_id)
+        after_b = _checkpoints(db, thread_id)
+        os.kill(first.pid, signal.SIGCONT)
+        out, err = first.communicate("go on\n", timeout=120)
+    _assert_one_lease_lost_line(first, err, thread_id)
+    assert out == ""  # no Result: the stale run reports nothing as its outcome
+    _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
+    assert json.loads(second.stdout)["thread_id"] == thread_id
+
+
+def test_a_writer_stopped_inside_a_checkpoint_write_either_finishes_it_or_writes_nothing(
+    tmp_path,
+):
+    """Stopped while its write holds the write lock (the fence being checked): no takeover
+    can happen inside the write, so it commits; whichever writer then holds the lease
+    finishes, the other exits 4 having written nothing, and the thread never forks."""
+    db = str(tmp_path / "threads.sqlite")
+    thread_id = _pause(db)
+    with _holding(db, thread_id, "engineers", mode="stop-in-write", ttl_s=TTL) as first:
+        _poll(lambda: _stopped(first.pid), "the first writer never stopped")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DEEPREFLECT_"))}
+        second = subprocess.Popen(
+            [sys.executable, "-m", "agent.cli", "resume", thread_id, "--json", "--db", db],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**env, "PYTHONPATH": ROOT, TTL_ENV: str(TTL)},
+        )
+        _poll(lambda: _has_open(second.pid, db), "the second writer never opened the file")
+        time.sleep(TTL * 1.5)  # the first writer's lease runs out; the second waits for the lock
+        assert second.poll() is None, "the second writer did not wait for the write lock"
+        os.kill(first.pid, signal.SIGCONT)
+        b_out, b_err = second.communicate(timeout=120)
+        a_out, a_err = first.communicate(timeout=120)
+    # the first finishes (the second then finds it done, or busy), or the second took over
+    # once the write was committed and the first stops at its next write
+    assert 0 in (first.returncode, second.returncode), (a_err, b_err)
+    for proc, out, err in ((first, a_out, a_err), (second, b_out, b_err)):
+        if proc.returncode == 0:
+            assert json.loads(out)["status"] == "success"
+        elif " is busy: " not in err:
+            _assert_one_lease_lost_line(proc, err, thread_id)
+        else:
+            assert proc.returncode == 4 and err.count("\n") == 1, err
+    values, parents = _thread_state(db, thread_id)
+    assert values["status"] == "success"
+    humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
+    assert humans[1:] == ["engineers"]
+    assert len(parents) == len(set(parents)), "two writers forked the thread"
+
+
+def _take_the_lease(db: str, thread_id: str) -> None:
+    """What a writer whose clock ran past the holder's expiry does: take the lease with the
+    next token (the holder's heartbeat is alive; the table says nothing about clocks)."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"UPDATE {EPOCH_TABLE} SET last = last + 1")
+        conn.execute(
+            f"UPDATE {TABLE} SET owner = 'clock-ahead', pid = 0, expires_at = 0, "
+            f"token = (SELECT last FROM {EPOCH_TABLE}) WHERE thread_id = ?",
+            (thread_id,),
+        )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def test_a_writer_whose_heartbeat_lives_but_whose_lease_was_taken_writes_nothing(tmp_path):
+    db = str(tmp_path / "threads.sqlite")
+    thread_id = _pause(db)
+    with _holding(db, thread_id, "engineers", ttl_s=TTL) as first:
+        # the main thread waits while the heartbeat renews: the lease holds past its TTL
+        time.sleep(TTL * 1.5)
+        busy = cli("resume", thread_id, "--json", db=db, env_extra={TTL_ENV: str(TTL)})
+        assert busy.returncode == 4 and " is busy: " in busy.stderr, busy.stderr
+        _take_the_lease(db, thread_id)
+        second = _takeover(db, thread_id)
+        after_b = _checkpoints(db, thread_id)
+        out, err = first.communicate("go on\n", timeout=120)
+    _assert_one_lease_lost_line(first, err, thread_id)
+    _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
+    assert json.loads(second.stdout)["status"] == "success"
+
+
+def _paused_async_graph(tmp_path, saver):
+    ask = {"decision": "escalate", "question": "Which year?", "suggested_responses": ["2024"]}
+    roles = models([{"steps": [step("S1", "a.md")]}, {"steps": [step("S1", "a.md")]}], [ask, END])
+    graph = build_graph(models=roles, checkpointer=saver, retry_policy=None)
+    return graph
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_run_whose_lease_is_taken_mid_run_stops_with_lease_lost_and_adds_nothing(tmp_path, kind):
+    import asyncio
+
+    from agent import aresume, arun
+    from agent.checkpointers import open_async_checkpointer
+
+    db = str(tmp_path / "threads.sqlite")
+    taken: list[list[str]] = []
+
+    def take_over(node: str, update: dict[str, Any]) -> None:
+        if not taken:
+            _take_the_lease(db, "t")
+            taken.append(_checkpoints(db, "t"))
+
+    if kind == "sync":
+        graph, _ = _paused_graph(tmp_path)
+        with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+            resume(graph, "t", "2024", context=ctx(), on_update=take_over)
+    else:
+
+        async def main() -> None:
+            async with open_async_checkpointer(db) as saver:
+                graph = _paused_async_graph(tmp_path, saver)
+                paused = await arun(graph, "summarise the filing", context=ctx(), thread_id="t")
+                assert paused["status"] == "awaiting_input"
+                with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+                    await aresume(graph, "t", "2024", context=ctx(), on_update=take_over)
+
+        asyncio.run(main())
+    assert taken and _checkpoints(db, "t") == taken[0]  # nothing after the takeover
+    values, parents = _thread_state(db, "t")
+    assert values["status"] == "running"  # as the takeover found it: the stale run never went on
+    assert len(parents) == len(set(parents))
+
+
+def _lock_sessions(url: str) -> list[int]:
+    """Backend pids holding an advisory lock in the database (the lease sessions)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def _terminate(url: str, pids: list[int]) -> None:
+    """What the server does to a session whose machine vanished: it is gone, with its lock."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    _poll(lambda: not set(pids) & set(_lock_sessions(url)), "the session kept its lock")
+
+
+def _pg_config(checkpoint_id: str | None = None) -> dict[str, Any]:
+    configurable = {"thread_id": "t", "checkpoint_ns": ""}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_postgres_writer_whose_lease_session_died_writes_nothing_once_taken_over(
+    postgres_url, pooled
+):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool
+
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    with (
+        ConnectionPool(url, min_size=1, max_size=3, kwargs={"autocommit": True}) as pool,
+        PostgresSaver.from_conn_string(url) as single,
+        PostgresSaver.from_conn_string(url) as other,
+    ):
+        other.setup()
+        stale = PostgresSaver(pool) if pooled else single
+        with hold(stale, "t") as first:
+            stale.put(_pg_config(), empty_checkpoint(), {}, {})
+            _terminate(url, _lock_sessions(url))
+            with hold(other, "t") as second:
+                assert second.token > first.token
+                mine = other.put(_pg_config(), empty_checkpoint(), {}, {})
+                before = [c.config for c in other.list(_pg_config())]
+                with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+                    stale.put(_pg_config(), empty_checkpoint(), {}, {})
+                with pytest.raises(LeaseLost):
+                    stale.put_writes(mine, [("messages", "stale")], "task-1")
+                with pytest.raises(LeaseLost):
+                    stale.delete_thread("t")
+                assert [c.config for c in other.list(_pg_config())] == before
+                assert other.get_tuple(mine).pending_writes == []
+            with pytest.raises(LeaseLost):  # released: no lease row is this writer's either
+                stale.put(_pg_config(), empty_checkpoint(), {}, {})
+        assert [c.config for c in other.list(_pg_config())] == before
+
+
+def test_a_postgres_cli_writer_whose_lease_session_died_exits_4_and_the_takeover_stays(
+    postgres_url,
+):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from tests.postgres import fresh_database
+
+    db = fresh_database(postgres_url)
+    thread_id = _pause(db)
+    with _holding(db, thread_id, "engineers") as first:
+        _terminate(db, _lock_sessions(db))
+        second = _takeover(db, thread_id)
+        after_b = _checkpoints(db, thread_id)
+        out, err = first.communicate("go on\n", timeout=120)
+    _assert_one_lease_lost_line(first, err, thread_id)
+    _assert_the_takeover_is_intact(db, thread_id, after_b, "engineers")
+    assert json.loads(second.stdout)["status"] == "success"
+
+
+def test_a_writer_frozen_past_its_lease_that_nobody_took_finishes_its_run(threads_db):
+    """The fence refuses a takeover, not a late writer: a lease that ran out while nobody
+    took the thread still carries its token. On PostgreSQL a stopped process keeps its
+    session, and so its lock: a second writer is busy however long the first is stopped."""
+    thread_id = _pause(threads_db)
+    with _holding(threads_db, thread_id, "engineers", ttl_s=TTL) as first:
+        os.kill(first.pid, signal.SIGSTOP)
+        _poll(lambda: _stopped(first.pid), "the first writer never stopped")
+        time.sleep(TTL * 1.5)
+        if threads_db.startswith("postgres"):
+            busy = cli("resume", thread_id, db=threads_db, env_extra={TTL_ENV: str(TTL)})
+            assert busy.returncode == 4 and " is busy: " in busy.stderr, busy.stderr
+        os.kill(first.pid, signal.SIGCONT)
+        out, err = first.communicate("go on\n", timeout=120)
+    assert first.returncode == 0, err
+    assert json.loads(out)["status"] == "success"
+    values, parents = _thread_state(threads_db, thread_id)
+    humans = [str(m.content) for m in values["messages"] if isinstance(m, HumanMessage)]
+    assert humans[1:] == ["engineers"] and values["status"] == "success"
+    assert len(parents) == len(set(parents))

@@ -92,3 +92,16 @@ def test_a_side_effect_is_journaled_in_postgres_across_a_crash(postgres_url, tmp
             assert request["kind"] == "unknown_outcome"
             assert request["idempotency_key"].startswith("dr-")
     assert len(outbox.sent()) == 1
+
+
+def test_postgres_lease_tokens_grow_with_every_acquisition_across_savers(postgres_url):
+    from agent.lease import hold
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    tokens = []
+    with PostgresSaver.from_conn_string(url) as first, PostgresSaver.from_conn_string(url) as other:
+        for saver, thread_id in [(first, "t"), (other, "t"), (first, "u"), (other, "t")]:
+            with hold(saver, thread_id) as lease:
+                tokens.append(lease.token)
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)

@@ -1,6 +1,8 @@
-"""The README's commands, run as a reader would run them (issue 16: the README drifts).
+"""The README's and docs' commands, run as a reader would run them (issue 16: the README
+drifts; issue 24: the docs/ pages too).
 
-Discovered from README.md at collection time, so the README is tested as it stands. Every
+Discovered from README.md and every docs/*.md at collection time, so each page is tested as
+it stands (a case's id names its page). Every
 command of a ```bash / ```sh block either runs (offline, scripted models, each in a fresh
 folder with ``DEEPREFLECT_DB`` there) or matches one of ``SKIPPED``, which says why; one that
 matches neither fails as unclassified. A ``<thread-id>`` is a thread in the situation its line
@@ -39,6 +41,8 @@ import pytest
 from tests.langgraph_server import ROOT, dev_server, langgraph_missing
 
 README = ROOT / "README.md"
+# Every page whose commands and snippets run here: the README, then docs/ in name order.
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 STATUSES = ("success", "failed", "awaiting_input", "budget_exhausted")
 SHOWN_OUTCOME = rf"\b({'|'.join(STATUSES)})(?:/(\w+)|\s\((\w+)\))"  # success/end, failed (x)
@@ -63,10 +67,15 @@ SKIPPED: tuple[tuple[str, str], ...] = (
         "a server that runs until stopped; tests/langgraph_server.py serves the same configs "
         "on a free port for test_server.py and test_js_sdk.py",
     ),
+    (
+        r"^python bench/",
+        "a benchmark: minutes of CPU, some need a local model; `python bench/figures.py` reruns "
+        "them and tests/unit/test_figures.py checks the page they write",
+    ),
 )
 # The seeded-errors evaluation takes ~50 s on all of HumanEval: here, its first task only.
 BOUNDED = ((r"^deepreflect eval\b", ["--limit", "1"]),)
-# What a resume action ends in, as the README's "How it stops" table lists it.
+# What a resume action ends in, as the "How it stops" table (docs/how-it-stops.md) lists it.
 ACTION_OUTCOMES = {
     "--accept": ("success", "accepted_by_human"),
     "--stop": ("failed", "stopped_by_human"),
@@ -75,9 +84,19 @@ ACTION_OUTCOMES = {
 FRAGMENT_NAMES = {"graph", "cfg", "ctx", "thread_id", "agent"}
 
 
-def _blocks(*languages: str) -> list[tuple[int, str]]:
-    found = re.finditer(r"^```(\w*)[^\n]*\n(.*?)^```", README.read_text(), re.M | re.S)
-    return [(n, m.group(2)) for n, m in enumerate(found) if m.group(1) in languages]
+def _blocks(*languages: str) -> list[tuple[str, str]]:
+    """(page and block number, body) of every fenced block in one of ``languages``, page by
+    page: ``README.md:3``, ``docs/cli.md:0``."""
+    blocks = []
+    for page in PAGES:
+        found = re.finditer(r"^```(\w*)[^\n]*\n(.*?)^```", page.read_text(), re.M | re.S)
+        name = page.relative_to(ROOT).as_posix()
+        blocks += [(f"{name}:{n}", m[2]) for n, m in enumerate(found) if m[1] in languages]
+    return blocks
+
+
+def _all_text() -> str:
+    return "\n".join(page.read_text() for page in PAGES)
 
 
 # ---- the shell blocks ----
@@ -87,7 +106,7 @@ def _blocks(*languages: str) -> list[tuple[int, str]]:
 class Line:
     """One command of a shell block, as the README writes it."""
 
-    block: int
+    block: str  # its page and block number
     text: str  # the command, its [optional] groups still in brackets
     comment: str
     env: dict[str, str] = field(default_factory=dict)
@@ -95,7 +114,7 @@ class Line:
 
     @property
     def id(self) -> str:
-        return f"sh{self.block}:{self.text}"
+        return f"{self.block}:sh:{self.text}"
 
 
 def _split_comment(line: str) -> tuple[str, str]:
@@ -161,7 +180,7 @@ def situation(line: Line, argv: list[str]) -> str | None:
         return None
     if "crash" in line.comment:
         return "crashed"
-    if argv[1] == "resume":
+    if argv[1] == "resume" or (argv[1] == "show" and "paused" in line.comment):
         return "paused"
     return "finished"
 
@@ -247,8 +266,6 @@ def _make(name: str, folder: Path) -> Thread:
         done = deepreflect(PRODUCERS[name], folder)
         assert done.returncode == (3 if name == "paused" else 0), done.stdout + done.stderr
         thread_id, printed = _thread_id(done.stdout), done.stdout
-    if name == "paused":  # only resumed: what `show` says of it is not needed
-        return Thread(folder, thread_id, printed, {})
     shown = deepreflect(["deepreflect", "show", thread_id, "--json"], folder)
     assert shown.returncode in (0, 1, 3), shown.stdout + shown.stderr
     return Thread(folder, thread_id, printed, json.loads(shown.stdout))
@@ -286,9 +303,10 @@ def case_id(line: Line, argv: list[str]) -> str:
 
 def _unrunnable(line: Line, argv: list[str]) -> str | None:
     if argv[0] != "deepreflect":
-        return f"README command `{line.text}` is not classified: run it here or add to SKIPPED"
+        page = line.block.split(":")[0]
+        return f"{page} command `{line.text}` is not classified: run it here or add to SKIPPED"
     if bad := [a for a in argv if re.fullmatch(r"<[^>]+>", a) and a != "<thread-id>"]:
-        return f"README command `{line.text}` has a placeholder this test cannot fill: {bad}"
+        return f"{line.block} command `{line.text}` has a placeholder this test cannot fill: {bad}"
     return None
 
 
@@ -320,7 +338,10 @@ def ran(threads, tmp_path_factory) -> dict[str, Ran]:
 
 def test_the_readme_has_commands_to_test():
     runnable = [line for line in shell_lines() if not skip_reason(line)]
-    assert len(runnable) >= 5, [line.text for line in shell_lines()]
+    in_readme = [line for line in runnable if line.block.startswith("README.md:")]
+    assert len(in_readme) >= 5, [line.text for line in shell_lines()]
+    from_docs = {line.block.split(":")[0] for line in runnable} - {"README.md"}
+    assert "docs/cli.md" in from_docs, from_docs  # the docs' commands are discovered too
 
 
 @pytest.mark.parametrize(("line", "argv"), CASES, ids=[case_id(*case) for case in CASES])
@@ -345,7 +366,7 @@ def test_a_readme_command_does_what_the_readme_says(line: Line, argv: list[str],
     action = next((a for a in ACTION_OUTCOMES if a in argv), None)
     if argv[1] == "resume" and action:  # the README's table lists the outcome, and it happens
         status, reason = ACTION_OUTCOMES[action]
-        assert re.search(rf"\|\s*`{status}`\s*\|\s*`{reason}`\s*\|", README.read_text()), action
+        assert re.search(rf"\|\s*`{status}`\s*\|\s*`{reason}`\s*\|", _all_text()), action
         assert f"{status} ({reason})" in out, shown
     elif argv[1] == "resume" and re.search(r"\bfinish", line.comment):
         assert "success (" in out, shown
@@ -369,6 +390,8 @@ def _check_show(argv: list[str], out: str, thread: Thread) -> None:
     else:
         assert f"{thread.shown['status']} ({thread.shown['stop_reason']})" in out, out
         assert all(path in out for path in thread.shown["artifacts"]), out
+        if question := (thread.shown.get("escalation") or {}).get("question"):
+            assert question in out, out  # a paused thread shows what it asks
 
 
 def _check_export(argv: list[str], folder: Path, thread: Thread) -> None:
@@ -449,7 +472,7 @@ def python_kind(code: str) -> tuple[str, str | None]:
     return "unclassified", f"uses {sorted(free - FRAGMENT_NAMES)}, which no runner here gives"
 
 
-PY_CASES = [pytest.param(code, id=f"py{n}") for n, code in _blocks("python")]
+PY_CASES = [pytest.param(code, id=f"{n}:py") for n, code in _blocks("python")]
 
 
 def _offline(code: str) -> str:

@@ -4,9 +4,9 @@ llama.cpp's server, see tests/real_model.py for when it runs and how it is serve
 These tests assert the protocol, never the model's text: a structured plan is parsed or
 refused with a classified stop, a subagent's artifact is produced and checked or the run
 stops for a documented reason, reflection's decision is taken and acted on. Every run
-stops with a (status, stop_reason) pair of the README's "How it stops" table, explained,
-and never ``unknown``. Budgets are small and one request runs at a time (``max_parallel=1``
-on a one-slot CPU server), so the tier takes a few minutes on 2 cores.
+stops with a (status, stop_reason) pair of the "How it stops" table (docs/how-it-stops.md),
+explained, and never ``unknown``. Budgets are small and one request runs at a time
+(``max_parallel=1`` on a one-slot CPU server), so the tier takes a few minutes on 2 cores.
 
 The last tests check ``bench/local_model.py``'s assembly and verification on tiny wheels
 made here: they need neither the model nor xllamacpp.
@@ -31,7 +31,7 @@ from agent.runner import thread_config
 from tests.fakes import END, writer
 from tests.real_model import RealModel, local_model, point_openai_at, session_server
 
-# The README's "How it stops" table, less unknown_error.
+# The "How it stops" table (docs/how-it-stops.md), less unknown_error.
 CLASSIFIED: dict[str, set[str]] = {
     "success": {"end", "accepted_by_human"},
     "awaiting_input": {

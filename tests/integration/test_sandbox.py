@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -108,10 +110,23 @@ def test_environment_is_built_without_secrets(monkeypatch):
 
 
 def test_home_is_the_sandbox_folder_and_tmpdir_is_private(mode):
-    result = run_code("import os, tempfile; print(os.environ['HOME'], tempfile.gettempdir())")
+    code = """
+        import os, tempfile
+        tmp = tempfile.gettempdir()
+        open(os.path.join(tmp, 'scratch'), 'w').write('x')
+        print(os.environ['HOME'], tmp, os.listdir('.'), flush=True)
+    """
+    result = run_code(code)
 
-    # the folder is shown as "." in the output; kernel mode has a private /tmp of its own
-    assert result.stdout == (". /tmp\n" if mode == "kernel" else ". .\n")
+    # the folder is shown as "."; kernel mode has a private /tmp of its own, the others a
+    # private folder beside the job's (not in it: the folder holds only the job's files)
+    home, tmp, listing = result.stdout.split(" ", 2)
+    assert (home, listing) == (".", "[]\n"), result.stderr
+    if mode == "kernel":
+        assert tmp == "/tmp"
+    else:
+        assert tmp != tempfile.gettempdir() and Path(tmp).name.startswith("tmp")
+        assert not Path(tmp).exists()  # removed with the run
 
 
 def test_resource_limits_are_set_in_the_child():
@@ -306,3 +321,31 @@ def test_parallel_runs_from_threads_do_not_interfere():
         results = list(pool.map(lambda n: run_code(f"print({n} * 2)"), range(4)))
 
     assert [r.stdout for r in results] == ["0\n", "2\n", "4\n", "6\n"]
+
+
+def test_a_declared_readable_file_is_read_only_and_nothing_beside_it_is_readable():
+    folder = Path(tempfile.mkdtemp(prefix="deepreflect-readable-"))
+    folder.chmod(0o755)
+    declared, beside = folder / "declared.txt", folder / "beside.txt"
+    declared.write_text("DECLARED")
+    beside.write_text("BESIDE")
+    for path in (declared, beside):
+        path.chmod(0o644)
+    code = f"""
+        declared, beside = {str(declared)!r}, {str(beside)!r}
+        for path, mode in ((declared, "r"), (beside, "r"), (declared, "a")):
+            try:
+                with open(path, mode) as handle:
+                    print(handle.read() if mode == "r" else handle.write("x"))
+            except OSError as exc:
+                print("refused", type(exc).__name__)
+    """
+    job = sandbox.Job(files={}, argv=["-c", textwrap.dedent(code)], readable=[str(declared)])
+    try:
+        result = sandbox.run_jobs([job])[0]
+    finally:
+        shutil.rmtree(folder)
+
+    assert result.stdout.splitlines()[0] == "DECLARED", result.stderr
+    assert "BESIDE" not in result.stdout
+    assert result.stdout.splitlines()[2].startswith("refused")

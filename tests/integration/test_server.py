@@ -119,3 +119,73 @@ def test_langgraph_sqlite_json_keeps_the_servers_threads_in_sqlite(tmp_path):
             thread["thread_id"], "deep_agent", input=_user("engineers"), context=context
         )
         assert final["status"] == "success"
+
+
+# ---------------------------------------- what agent-chat-ui sends: its buttons, typed words
+
+
+def _paused_thread(client, model: str = "scripted:escalation") -> tuple[str, dict]:
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, "deep_agent", input=_user("Write a report"), context={"model": model})
+    assert client.threads.get(thread)["status"] == "interrupted"
+    interrupts = client.threads.get(thread)["interrupts"]
+    (value,) = [i["value"] for pending in interrupts.values() for i in pending]
+    return thread, value
+
+
+def test_the_escalation_interrupt_is_the_review_card_agent_chat_ui_draws(client):
+    from tests.unit.test_answers import drawn_with_buttons
+
+    thread, value = _paused_thread(client)
+    assert drawn_with_buttons(value)
+    (action,) = value["action_requests"]
+    assert action["name"] == "escalation" and action["args"]["question"].startswith("Who is")
+    assert (
+        "- `engineers`" in action["args"]["reject"] and "- `stop here`" in action["args"]["reject"]
+    )
+    assert value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+
+
+@pytest.mark.parametrize(
+    ("resume", "expected"),
+    [
+        # agent-chat-ui's thread.submit({}, {command: {resume: {decisions: [decision]}}})
+        ({"decisions": [{"type": "approve"}]}, ("success", "accepted_by_human")),
+        (
+            {"decisions": [{"type": "reject", "message": "Stop here"}]},
+            ("failed", "stopped_by_human"),
+        ),
+        ({"decisions": [{"type": "reject", "message": "engineers"}]}, ("success", "end")),
+        ([{"type": "ignore", "args": None}], ("failed", "stopped_by_human")),
+    ],
+)
+def test_each_agent_chat_ui_button_value_ends_the_thread_as_labelled(client, resume, expected):
+    thread, _ = _paused_thread(client)
+    final = client.runs.wait(
+        thread, "deep_agent", command={"resume": resume}, context={"model": "scripted:escalation"}
+    )
+    assert (final["status"], final["stop_reason"]) == expected
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_a_typed_label_in_the_chat_acts_and_a_repeat_pause_is_a_new_last_message(client):
+    thread, _ = _paused_thread(client, "scripted:depth-cap")
+    context = {"model": "scripted:depth-cap"}
+    client.runs.wait(thread, "deep_agent", input=_user("try once more"), context=context)
+    messages = client.threads.get_state(thread)["values"]["messages"]
+    pauses = [m["id"] for m in messages if m["type"] == "ai"]
+    assert len(set(pauses)) == 2 and messages[-1]["id"] == pauses[-1]
+    final = client.runs.wait(thread, "deep_agent", input=_user("  STOP here "), context=context)
+    assert (final["status"], final["stop_reason"]) == ("failed", "stopped_by_human")
+
+
+def test_a_model_that_cannot_be_made_leaves_its_error_and_the_fix_in_the_thread(client):
+    thread = client.threads.create()["thread_id"]
+    final = client.runs.wait(
+        thread, "deep_agent", input=_user("Write"), context={"model": "openai:gpt-4.1-mini"}
+    )
+    assert (final["status"], final["stop_reason"]) == ("failed", "invalid_input")
+    assert client.threads.get(thread)["status"] == "idle"
+    last = client.threads.get_state(thread)["values"]["messages"][-1]
+    assert last["type"] == "ai" and "OPENAI_API_KEY" in last["content"]
+    assert "DEEPREFLECT_MODEL" in last["content"] and "assistant's context" in last["content"]

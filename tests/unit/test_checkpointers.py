@@ -265,3 +265,84 @@ def test_a_database_opened_for_writing_keeps_its_wal_small(tmp_path):
         assert pragma("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert pragma("PRAGMA wal_autocheckpoint").fetchone()[0] == 256
         assert pragma("PRAGMA journal_size_limit").fetchone()[0] == 1_048_576
+
+
+# ------------------------------------------------------------------ lease tokens
+
+
+def _leased_saver(path: Path) -> Any:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
+
+
+def test_every_lease_acquisition_gets_a_larger_token_than_any_before_it(tmp_path):
+    from agent.lease import hold
+
+    saver = _leased_saver(tmp_path / "threads.sqlite")
+    tokens = []
+    for thread_id in ["t", "t", "u", "t", "u", "u"]:
+        with hold(saver, thread_id) as lease:
+            tokens.append(lease.token)
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
+    # another saver on the same file, and the lease row deleted with the thread: still larger
+    with open_checkpointer(str(tmp_path / "threads.sqlite")) as other:
+        from agent.threads import delete_thread
+
+        delete_thread(other, "t")
+        with hold(other, "t") as lease:
+            assert lease.token > max(tokens)
+
+
+def test_a_lease_table_from_before_tokens_is_migrated(tmp_path):
+    from agent.lease import TABLE, hold
+
+    path = tmp_path / "threads.sqlite"
+    with sqlite3.connect(str(path)) as conn:
+        conn.execute(
+            f"CREATE TABLE {TABLE} (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+            "host TEXT NOT NULL, pid INTEGER NOT NULL, expires_at REAL NOT NULL)"
+        )
+        conn.execute(f"INSERT INTO {TABLE} VALUES ('old', 'gone', 'h', 1, 0)")
+    with hold(_leased_saver(path), "t") as lease:
+        assert lease.token >= 1
+    with sqlite3.connect(str(path)) as conn:
+        assert conn.execute(f"SELECT token FROM {TABLE} WHERE thread_id = 'old'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("text", ["abc", "0", "-1", "nan", "1e9"])
+def test_a_bad_lease_ttl_is_a_clear_error(monkeypatch, text):
+    from agent.lease import TTL_ENV, lease_ttl_s
+
+    monkeypatch.setenv(TTL_ENV, text)
+    with pytest.raises(ConfigError, match=f"{TTL_ENV} wants a number of seconds"):
+        lease_ttl_s()
+
+
+def test_the_lease_ttl_comes_from_the_environment_else_30_seconds(monkeypatch):
+    from agent.lease import DEFAULT_TTL_S, TTL_ENV, lease_ttl_s
+
+    monkeypatch.delenv(TTL_ENV, raising=False)
+    assert lease_ttl_s() == DEFAULT_TTL_S == 30.0
+    monkeypatch.setenv(TTL_ENV, "2.5")
+    assert lease_ttl_s() == 2.5
+
+
+def test_a_saver_of_a_leased_thread_is_fenced_in_place_and_others_are_left_alone(tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agent.fencing import FencedSqliteSaver
+    from agent.lease import hold
+
+    class Mine(SqliteSaver):
+        pass
+
+    plain, mine, memory = _leased_saver(tmp_path / "a.sqlite"), None, InMemorySaver()
+    mine = Mine(sqlite3.connect(str(tmp_path / "b.sqlite"), check_same_thread=False))
+    for saver in (plain, mine, memory):
+        with hold(saver, "t"):
+            pass
+    assert type(plain) is FencedSqliteSaver
+    assert isinstance(mine, FencedSqliteSaver) and isinstance(mine, Mine)
+    assert type(memory) is InMemorySaver

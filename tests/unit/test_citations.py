@@ -1,17 +1,29 @@
-"""The ``citations`` check kind: URL extraction, what counts as the same source, verdicts."""
+"""The ``citations`` check kind: which links an artifact cites, what counts as the same
+source, verdicts; written as an adversary varies a hidden or look-alike source."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.checks import run_check, validate_check_spec
-from agent.checks.citations import cited_urls, extract_urls, normalise_url
+from agent.checks.citations import (
+    UnverifiableURL,
+    citations,
+    cited_urls,
+    extract_urls,
+    normalise_url,
+)
 
 RETURNED = (
     "[1] https://a.com/x\nMercury is the closest planet.\n\n"
     "[2] https://b.org/papers/2024?id=7\nVenus is hot.\n\n"
     "[3] https://en.wikipedia.org/wiki/Mercury_(planet)\nThe planet."
 )
+EVIL = "evil.example"
 
 
 def cite(artifact: str, *outputs: str, spec: dict | None = None, path: str = "notes.md"):
@@ -23,6 +35,10 @@ def cite(artifact: str, *outputs: str, spec: dict | None = None, path: str = "no
     )
 
 
+def keys(text: str) -> set[str | None]:
+    return {c.key for c in citations(text)}
+
+
 # -- extraction ---------------------------------------------------------------------------
 
 
@@ -30,7 +46,6 @@ def cite(artifact: str, *outputs: str, spec: dict | None = None, path: str = "no
     ("text", "urls"),
     [
         ("see [Mercury](https://a.com/x).", ["https://a.com/x"]),
-        ("[https://a.com/x](https://a.com/x)", ["https://a.com/x", "https://a.com/x"]),
         ("(source: https://a.com/x)", ["https://a.com/x"]),
         ("<https://a.com/x>", ["https://a.com/x"]),
         (
@@ -40,6 +55,7 @@ def cite(artifact: str, *outputs: str, spec: dict | None = None, path: str = "no
         ("**https://a.com/x**", ["https://a.com/x"]),
         ("`https://a.com/x`", ["https://a.com/x"]),
         ("```\ncurl https://a.com/api/v1\n```", ["https://a.com/api/v1"]),
+        ("    indented https://a.com/code\n", ["https://a.com/code"]),
         ('[1]: https://a.com/x "Title"', ["https://a.com/x"]),
         ("| a | https://a.com/x|", ["https://a.com/x"]),
         (
@@ -48,19 +64,218 @@ def cite(artifact: str, *outputs: str, spec: dict | None = None, path: str = "no
         ),
         ("visit www.a.com/x!", ["www.a.com/x"]),
         ('{"url": "https:\\/\\/a.com\\/x"}', ["https://a.com/x"]),
-        (
-            "{'url': 'https://a.com/x', 'content': 'line\\nhttps://b.org/y\\n'}",
-            ["https://a.com/x", "https://b.org/y"],
-        ),
         ("href=&quot;https://a.com/x&quot;", ["https://a.com/x"]),
         ("HTTPS://A.COM/X", ["HTTPS://A.COM/X"]),
         ("[v6](https://[2001:db8::1]/paper)", ["https://[2001:db8::1]/paper"]),
-        ("no urls here, just https:// and www. and e.g. file.py", []),
-        ("awww.a.com is not an address; neither is /www.a.com", []),
+        ("![fig](https://a.com/fig.png)", ["https://a.com/fig.png"]),
+        ("[a](<https://a.com/x y>)", ["https://a.com/x y"]),
+        ("[a][R]\n\n[r]: https://a.com/ref", ["https://a.com/ref"]),
+        (
+            "https://en.wikipedia.org/wiki/Hitchhiker's_Guide",
+            ["https://en.wikipedia.org/wiki/Hitchhiker's_Guide"],
+        ),
     ],
 )
 def test_urls_are_found_wherever_markdown_or_dumps_put_them(text, urls):
-    assert extract_urls(text) == urls
+    found = extract_urls(text)
+
+    assert [u for u in urls if u not in found] == [], found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no urls here, just https:// and www. and e.g. file.py",
+        "awww.a.com is not an address; neither is /www.a.com",
+        "[methods](#methods), [data](data/table.csv), [up](../README.md), [q](?page=2)",
+        "write to <jane@uni.example> or [call](tel:+15551234) or [mail](mailto:j@uni.example)",
+        "Node.js/Deno, main.py/run, U.S./Canada, 1.5/2, e.g./i.e., src/v1.2/notes",
+    ],
+)
+def test_relative_links_mail_and_prose_cite_nothing(text):
+    assert extract_urls(text) == []
+
+
+def test_a_dump_is_read_as_a_dump_where_it_is_a_source():
+    dump = "{'url': 'https://a.com/x', 'content': 'line\\nhttps://b.org/y\\n'}"
+
+    assert {"https://a.com/x", "https://b.org/y"} <= set(extract_urls(dump, source=True))
+    assert cite("see https://b.org/y and https://a.com/x", dump)["passed"]
+
+
+@pytest.mark.parametrize(
+    ("url", "short"),
+    [
+        ("https://a.com/s?q=[x]", "https://a.com/s?q="),
+        ("https://a.com/s?a|b", "https://a.com/s?a"),
+        ("https://a.com/x'", "https://a.com/x"),
+        ("https://a.com/x.", "https://a.com/x"),
+        ("https://a.com/a`b`", "https://a.com/a"),
+    ],
+)
+def test_a_link_read_short_as_text_is_still_one_source(url, short):
+    assert cite(f"see [a](<{url}>)\n\n[b]: {url}", f"[r]({url})")["passed"]
+    # written on its own, the short reading is a citation of its own
+    alone = cite(f"see [a](<{url}>) and {short} here", f"[r]({url})")
+    assert not alone["passed"] and short in alone["evidence"]
+
+
+def test_a_markdown_escape_in_a_url_is_read_as_rendered():
+    assert cite("see https://a.com/x\\_y\\_z.", "https://a.com/x_y_z")["passed"]
+    assert not cite("see https://a.com/x\\..\\evil", "https://a.com/x")["passed"]
+
+
+def test_each_source_is_counted_once_however_often_and_wherever_it_is_written():
+    text = "[https://a.com/x](https://a.com/x) <https://a.com/x> https://a.com/x#top"
+
+    assert keys(text) == {"https://a.com/x"}
+
+
+# -- links that hide a source: each must be checked ---------------------------------------
+
+HIDDEN = [
+    # the character references of a Markdown link, every spelling
+    "[a](https&#58;//evil.example/x)",
+    "[a](https&#058;//evil.example/x)",
+    "[a](https&#x3a;//evil.example/x)",
+    "[a](https&#X3A;//evil.example/x)",
+    "[a](https&colon;//evil.example/x)",
+    "[a](https&#58;&#47;&#47;evil.example/x)",
+    "[a](&#104;ttps://evil.example/x)",
+    "[a](https://evil&period;example/x)",
+    "[a](https&#58//evil.example/x)",  # no ";": not decoded by Markdown, still looks like one
+    "[a](https&amp;#58;//evil.example/x)",  # double encoding
+    "[a](<https&#58;//evil.example/x>)",
+    '[a](https&#58;//evil.example/x "a title")',
+    "[a [nested] link](https&#58;//evil.example/x)",
+    "![img](https&#58;//evil.example/i.png)",
+    # reference definitions, used or not
+    "[a]: https&#58;//evil.example",
+    "[a]: <https&#x3A;//evil.example/x> 'title'",
+    "see [a][Ref]\n\n[ref]: https&colon;//evil.example",
+    # protocol-relative and backslashed links: resolved against nothing
+    "[a](//evil.example/x)",
+    "[a](\\\\\\\\evil.example/x)",
+    "[a](<//evil.example/x>)",
+    "[a](&#47;&#47;evil.example/x)",
+    "<a/href=//evil.example/x>a</a>",
+    '<a title=">" href="//evil.\nexample/x">a</a>',
+    '<a href="&sol;&sol;evil.example">a</a>',  # Markdown's "\\\\" is one backslash
+    "[a](/\\evil.example/x)",
+    "[a]: //evil.example/x",
+    "![i](//evil.example/i.png)",
+    '<a href="//evil.example/x">a</a>',
+    '<img src="\\\\evil.example\\i.png">',
+    # HTML tags, entity-encoded attributes, every URL attribute
+    '<a href="https&#x3a;//evil.example">a</a>',
+    '<a href="https&#X3A;//evil.example">a</a>',
+    "<a href='https&#58;//evil.example'>a</a>",
+    "<a href=https&#58;//evil.example>a</a>",
+    '<A HREF="https&colon;//evil.example">a</A>',
+    '<a title="x" href = "&#104;&#116;&#116;&#112;&#115;&#58;&#47;&#47;evil.example">a</a>',
+    '<a href="ht&#10;tps://evil.example">a</a>',
+    '<a href="ht\ttps://evil.example">a</a>',
+    '<img src="https&#58;//evil.example/i.png">',
+    '<img srcset="https://a.com/x 1x, https&#58;//evil.example/i.png 2x">',
+    '<iframe src="https://evil.example/embed"></iframe>',
+    '<form action="https://evil.example/post"></form>',
+    '<video poster="https://evil.example/p.jpg"></video>',
+    '<object data="https://evil.example/o"></object>',
+    '<blockquote cite="https://evil.example/q">q</blockquote>',
+    '<meta http-equiv="refresh" content="0; url=https://evil.example/">',
+    '<span title="https://evil.example/t">hover</span>',
+    '<div style="background:url(https://evil.example/bg.png)">x</div>',
+    "<!-- https://evil.example/hidden -->",
+    '<base href="https://a.com/"><a href="../evil">a</a>',
+    "<p>\nhttps&#58;//evil.example/block\n</p>",
+    # schemes and separators as a browser reads them
+    "HTTPS://EVIL.EXAMPLE/x",
+    "[a](HtTpS://evil.example/x)",
+    "[a](https:/evil.example/x)",
+    "[a](https:\\\\evil.example\\x)",
+    "[a](https:evil.example/x)",
+    "https:\\\\evil.example\\x",
+    "https:/evil.example/x",
+    "https\\://evil.example/x",
+    "h\u200bttps://evil.example/x",
+    "ht\u00adtps://evil.example/x",
+    "\uff48\uff54\uff54\uff50\uff53\uff1a\uff0f\uff0fevil.example/x",
+    "https://evil\uff0eexample/x",
+    "https://a.com@evil.example/x",  # user info: the host is evil.example
+    "[a](https://a.com:x@evil.example/x)",
+    "https://%65vil.example/x",
+    "https://evil.example\\@a.com/x",  # "\\" is "/": the host is evil.example
+    "[a](https://evil.example%5C@a.com/x)",
+    "https://a.com/x\\..\\..\\evil.example",
+    "[a](https://a.com/x/../../evil.example)",
+    "[a](https://a.com/x/%2e%2e/evil.example)",
+    # links in code, titles and link text count too
+    "`https://evil.example/x`",
+    "```\ncurl https://evil.example/api\n```",
+    '[a](https://a.com/x "https://evil.example/t")',
+    "[https://evil.example/x](https://a.com/x)",
+    # other schemes: no tool returned them
+    "[a](javascript:location='//evil.example')",
+    "[a](JaVaScRiPt:alert(1))",
+    "[a](data:text/html;base64,PGEgaHJlZj0iZXZpbCI+)",
+    "[a](file:///etc/evil.example)",
+    "[a](ftp://evil.example/x)",
+    "[a](vbscript:evil.example)",
+    "[a](mailto:x@a.com?body=https://evil.example/x)",
+    # an address without a scheme that looks like a host
+    "[a](evil.example/paper)",
+    "[a](www.evil.example)",
+    "www.evil.example/x",
+    "Source: evil.example/papers/2024.",
+    "(evil.example/x)",
+]
+
+
+@pytest.mark.parametrize("hidden", HIDDEN)
+def test_a_hidden_or_unverifiable_link_fails_beside_a_returned_one(hidden):
+    report = cite(f"Claim [1](https://a.com/x).\n\n{hidden}\n")
+    inline = cite(f"Claim [1](https://a.com/x). Other claim: {hidden}")
+
+    assert not report["passed"] and report["score"] < 1, report
+    if not hidden.startswith("[a]: //"):  # in a sentence, a definition is text, not a link
+        assert not inline["passed"] and inline["score"] < 1, inline
+    assert report["evidence"].startswith("1 of 2 URLs cited") or "of 3 URLs" in report["evidence"]
+
+
+@pytest.mark.parametrize(
+    ("link", "reason"),
+    [
+        ("//evil.example/x", "protocol-relative"),
+        ("\\\\evil.example/x", "protocol-relative"),
+        ("javascript:alert(1)", "javascript:"),
+        ("data:text/plain,x", "data:"),
+        ("file:///etc/passwd", "file:"),
+        ("ftp://a.com/x", "ftp:"),
+        ("notes.md", "relative"),
+        ("https&#58;//evil.example", "relative link hiding"),
+        ("https://", "not a URL"),
+        ("https://a.com:99999/x", "not a URL"),
+        ("https://[2001:db8::1/x", "not a URL"),
+        ("https://a b.com/x", "not a URL"),
+        ("https://\U0001f600.example/x", "IDNA 2008"),
+        ("https://xn--zz.example/x", "IDNA 2008"),
+    ],
+)
+def test_a_link_that_names_no_returnable_source_is_unverifiable(link, reason):
+    with pytest.raises(UnverifiableURL, match=reason):
+        normalise_url(link)
+
+
+def test_an_unverifiable_link_fails_even_when_its_text_was_returned():
+    report = cite("see [a](//a.com/x) and <https://a.com:99999/x>", "https://a.com/x //a.com/x")
+
+    assert not report["passed"]
+    assert "//a.com/x (protocol-relative: resolved against nothing)" in report["evidence"]
+    assert "https://a.com:99999/x (not a URL a browser could open)" in report["evidence"]
+
+
+def test_a_returned_protocol_relative_link_is_no_source():
+    assert not cite("see https://a.com/x", "related: //a.com/x")["passed"]
 
 
 # -- what counts as the same source -------------------------------------------------------
@@ -70,21 +285,28 @@ def test_urls_are_found_wherever_markdown_or_dumps_put_them(text, urls):
     "variant",
     [
         "https://a.com/x",
-        "http://a.com/x",
         "HTTPS://A.COM/x",
-        "https://www.a.com/x",
-        "www.a.com/x",
         "https://a.com./x",
         "https://a.com:443/x",
-        "https://user@a.com/x",
+        "https://a.com:/x",
         "https://a.com/x/",
         "https://a.com/x#section-2",
         "https://a.com/./x",
         "https://a.com/y/../x",
+        "https://a.com/y/%2E%2e/x",
         "https://a.com/%78",
+        "https://%61.com/x",
+        "https://a%2Ecom/x",
+        "https://\uff41.com/x",  # fullwidth "a": UTS 46 maps it, as a browser does
+        "https://a\uff0ecom/x",
         "https://a.com/x?utm_source=news&utm_medium=email",
         "https://a.com/x?fbclid=abc&gclid=def",
         "https://a.com/x?",
+        "https:/a.com/x",  # what a browser opens for each of these
+        "https:\\\\a.com\\x",
+        "https:a.com/x",
+        " https://a.com/x\t",
+        "ht\ntps://a.com/x",
     ],
 )
 def test_spellings_of_one_source_are_the_same_source(variant):
@@ -92,43 +314,169 @@ def test_spellings_of_one_source_are_the_same_source(variant):
 
 
 @pytest.mark.parametrize(
-    "other",
+    ("one", "other"),
     [
-        "https://a.com/x/evil",  # an extension of the returned URL
-        "https://a.com/",  # a prefix of it
-        "https://a.com/xevil",
-        "https://a.com/X",  # paths are case-sensitive
-        "https://a.com/x?id=2",
-        "https://a.com.evil.net/x",  # a host that merely contains the returned one
-        "https://evila.com/x",
-        "https://evil.net/a.com/x",
-        "https://a.com@evil.net/x",  # user info: the host is evil.net
-        "https://sub.a.com/x",
-        "https://a.com:8443/x",
+        ("https://a.com/x", "https://a.com/x/evil"),  # an extension of the returned URL
+        ("https://a.com/x", "https://a.com/"),  # a prefix of it
+        ("https://a.com/x", "https://a.com/xevil"),
+        ("https://a.com/x", "https://a.com/X"),  # paths are case-sensitive
+        ("https://a.com/x", "https://a.com/x?id=2"),
+        ("https://a.com/x", "https://a.com.evil.net/x"),
+        ("https://a.com/x", "https://evila.com/x"),
+        ("https://a.com/x", "https://evil.net/a.com/x"),
+        ("https://a.com/x", "https://a.com@evil.net/x"),
+        ("https://a.com/x", "https://sub.a.com/x"),
+        ("https://a.com/x", "https://a.com:8443/x"),
+        # which server is asked: scheme, user info and host are all significant
+        ("https://a.com/x", "http://a.com/x"),
+        ("https://a.com/x", "https://www.a.com/x"),
+        ("https://a.com/x", "https://user@a.com/x"),
+        ("http://a.com/x", "http://a.com:443/x"),
+        # IDNA 2008, UTS 46 non-transitional: the German sharp s and the final sigma are
+        # letters of their own (IDNA 2003 mapped them to "ss" and "σ")
+        ("https://fass.de/x", "https://faß.de/x"),
+        ("https://FASS.de/x", "https://FAß.DE/x"),
+        ("https://fass.de/x", "https://xn--fa-hia.de/x"),
+        ("https://ασ.gr/x", "https://ας.gr/x"),
+        # reserved characters escaped are not the characters themselves (RFC 3986 2.2)
+        ("https://a.com/x/y", "https://a.com/x%2Fy"),
+        ("https://a.com/x/y", "https://a.com/x%2fy"),
+        ("https://a.com/x%2Fy", "https://a.com/x%252Fy"),
+        ("https://a.com/x/y", "https://a.com/x%5Cy"),
+        ("https://a.com/a!b", "https://a.com/a%21b"),
+        ("https://a.com/a$b", "https://a.com/a%24b"),
+        ("https://fass.de/x", "https://fa%C3%9F.de/x"),
+        ("https://a.com/x?y", "https://a.com/x%3Fy"),
+        ("https://a.com/x", "https://a.com/x%23y"),
+        ("https://a.com/s?a=1&b=2", "https://a.com/s?a=1%26b=2"),
+        ("https://a.com/s?a=b", "https://a.com/s?a%3Db"),
+        ("https://a.com/x", "https://a.com/x%2F"),
+        ("https://a.com/x", "https://a.com/x%2E"),
+        ("https://a.com/x/..", "https://a.com/x/%252E%252E"),
+        ("https://a.com/a+b", "https://a.com/a%20b"),
+        ("https://a.com/x", "https://a.com/x\u200b"),
     ],
 )
-def test_a_different_source_is_never_the_same(other):
-    assert normalise_url(other) != normalise_url("https://a.com/x")
+def test_a_different_source_is_never_the_same(one, other):
+    assert normalise_url(one) != normalise_url(other)
 
 
 def test_query_order_and_percent_escapes_do_not_matter_but_values_do():
     assert normalise_url("https://a.com/s?b=2&a=1") == normalise_url("https://a.com/s?a=1&b=2")
     assert normalise_url("https://a.com/caf%C3%A9") == normalise_url("https://a.com/café")
     assert normalise_url("https://a.com/caf%c3%a9") == normalise_url("https://a.com/caf%C3%A9")
+    assert normalise_url("https://a.com/%7Ex") == normalise_url("https://a.com/~x")
+    assert normalise_url("https://a.com/a%20b") == normalise_url("https://a.com/a b")
+    assert normalise_url("https://a.com/a|b") == normalise_url("https://a.com/a%7Cb")
     assert normalise_url("https://bücher.de/x") == normalise_url("https://xn--bcher-kva.de/x")
-    assert normalise_url("https://a.com/s?a=1&amp;b=2") == normalise_url("https://a.com/s?a=1&b=2")
+    assert normalise_url("https://BÜCHER.de/x") == normalise_url("https://bücher.de/x")
+    assert normalise_url("https://faß.de/x") == normalise_url("https://xn--fa-hia.de/x")
     assert normalise_url("https://a.com/s?a=1") != normalise_url("https://a.com/s?a=2")
+    assert normalise_url("https://a.com/s?A=1") != normalise_url("https://a.com/s?a=1")
+
+
+URL_PART = st.lists(
+    st.sampled_from(
+        list("aZ09./?#&=@:;+~-_ \\|'\"éß\u200b．[]()!*,$")
+        + ["%2F", "%2e", "%25", "%7E", "%C3%A9", "..", "xn--", "%zz", "&amp;"]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["https://", "http://", "HTTPS:/", "https:\\\\", "www."]),
+    st.sampled_from(["a.com", "faß.de", "bücher.de", "[::1]", "x.y:8080", "u@a.com"]),
+    URL_PART,
+)
+def test_a_key_is_its_own_key(scheme, host, rest):
+    try:
+        key = normalise_url(f"{scheme}{host}/{rest}")
+    except UnverifiableURL:
+        return
+    assert normalise_url(key.removeprefix("//")) == key
+
+
+def test_keys_name_scheme_host_path_and_sorted_query():
+    assert normalise_url("HTTPS://A.com:443/x/./y/?b=2&utm_source=t&a=1#part") == (
+        "https://a.com/x/y?a=1&b=2"
+    )
+    assert normalise_url("https://[2001:DB8:0::1]:8080/p") == "https://[2001:db8::1]:8080/p"
+    assert normalise_url("https://0x7f.1/") == "https://127.0.0.1/"
+    assert normalise_url("www.a.com/x") == "//www.a.com/x"
+
+
+def test_an_address_without_a_scheme_matches_either_scheme_and_nothing_else():
+    assert cite("see www.a.com/x", "https://www.a.com/x")["passed"]
+    assert cite("see www.a.com/x", "http://www.a.com/x/")["passed"]
+    assert cite("see https://www.a.com/x", "result: www.a.com/x")["passed"]
+    assert cite("see [a](a.com/x)", "https://a.com/x")["passed"]
+    assert cite("source: a.com/x.", "https://a.com/x")["passed"]
+    assert not cite("see www.a.com/x", "https://a.com/x")["passed"]
 
 
 def test_cited_urls_counts_distinct_sources_keeping_the_first_spelling():
-    text = (
-        "https://a.com/x and https://www.a.com/x/ and [again](http://a.com/x#top), https://b.org/y"
+    text = "https://a.com/x and https://A.com/x/ and again https://a.com/x#top, https://b.org/y"
+
+    assert cited_urls(text) == {
+        "https://a.com/x": "https://a.com/x",
+        "https://b.org/y": "https://b.org/y",
+    }
+
+
+# -- legitimate artifacts still pass ------------------------------------------------------
+
+
+def test_a_source_returned_in_another_spelling_is_the_same_source():
+    report = cite(
+        "- [b](https://example.com/b)\n- [c](https://example.com/c%7Ex)\n- [d](https://bücher.de/x)",
+        "results: https://Example.COM/a/../b , https://example.com/c~x ,"
+        " https://xn--bcher-kva.de/x/#top",
     )
-    assert cited_urls(text) == {"a.com/x": "https://a.com/x", "b.org/y": "https://b.org/y"}
+
+    assert report["passed"], report
 
 
-def test_an_unreadable_port_is_still_a_cited_url():
-    assert cited_urls("https://a.com:99999/x") == {"https://a.com:99999/x": "https://a.com:99999/x"}
+def test_a_realistic_note_with_html_code_and_relative_links_passes():
+    returned = (
+        '{"results": [{"url": "https://a.com/x?a=1&region=eu", "content": "A &amp; B"},'
+        ' {"url": "https:\\/\\/b.org\\/papers\\/2024?id=7"},'
+        ' {"url": "https://en.wikipedia.org/wiki/Mercury_(planet)"}]}'
+    )
+    note = (
+        "# Notes\n\nSee [methods](#methods) and [the table](data/table.csv).\n\n"
+        "1. Mercury [1](https://a.com/x?a=1&region=eu).\n"
+        '2. Venus <a href="https://b.org/papers/2024?id=7&amp;utm_source=x">[2]</a>.\n'
+        "3. The planet: https://en.wikipedia.org/wiki/Mercury_(planet).\n\n"
+        "```bash\ncurl 'https://a.com/x?region=eu&a=1'\n```\n\n"
+        '[1]: https://a.com/x?a=1&region=eu "Mercury"\n'
+        "Questions: <jane@uni.example>.\n"
+    )
+
+    report = cite(note, returned, spec={"kind": "citations", "min": 3})
+
+    assert report["passed"], report
+    assert report["evidence"].startswith("all 3 distinct source URL(s)")
+
+
+def test_an_apostrophe_inside_a_url_is_part_of_it_on_both_sides():
+    url = "https://en.wikipedia.org/wiki/Hitchhiker's_Guide"
+
+    assert cite(f"[H]({url})", f"{{'url': '{url}', 'title': 'H'}}")["passed"]
+    assert cite(f"see {url}.", f'{{"url": "{url}"}}')["passed"]
+    assert not cite(f"see {url}", "{'url': 'https://en.wikipedia.org/wiki/Hitchhiker'}")["passed"]
+
+
+def test_an_entity_spelled_link_to_a_returned_source_is_that_source():
+    assert cite("[a](https&#58;//a.com/x) <a href='https&#x3A;//a.com/x'>b</a>")["passed"]
+
+
+def test_a_base_href_that_was_returned_makes_relative_links_citations():
+    base = '<base href="https://a.com/">\n\n'
+
+    assert cite(f"{base} [a](x)", "https://a.com/ https://a.com/x")["passed"]
+    assert not cite(f"{base} [a](y)", "https://a.com/ https://a.com/x")["passed"]
 
 
 # -- verdicts -----------------------------------------------------------------------------
@@ -170,6 +518,8 @@ def test_an_invented_url_fails_and_is_named_in_the_evidence():
         "https://en.wikipedia.org/wiki/Mercury_(planet)_evil",
         "www.evil.net",
         "https://[2001:db8::1]/x",
+        "http://a.com/x",
+        "https://www.a.com/x",
     ],
 )
 def test_a_url_that_only_resembles_a_returned_one_fails(trick):
@@ -179,15 +529,20 @@ def test_a_url_that_only_resembles_a_returned_one_fails(trick):
     assert trick in report["evidence"]
 
 
-def test_an_invented_url_in_a_code_block_fails_too():
-    report = cite("Source: https://a.com/x\n\n```bash\ncurl https://invented.example/api\n```\n")
+def test_an_idna_2003_look_alike_host_fails_both_ways():
+    assert not cite("see https://faß.de/x", "https://fass.de/x")["passed"]
+    assert not cite("see https://fass.de/x", "https://faß.de/x")["passed"]
+    assert cite("see https://FAß.de/x", "https://xn--fa-hia.de/x")["passed"]
 
-    assert not report["passed"]
-    assert "https://invented.example/api" in report["evidence"]
+
+def test_an_escaped_slash_is_not_a_returned_path():
+    assert not cite("see https://a.com/x%2Fy", "https://a.com/x/y")["passed"]
+    assert not cite("see https://a.com/x/y", "https://a.com/x%2Fy")["passed"]
+    assert cite("see https://a.com/x%2fy", "https://a.com/x%2Fy")["passed"]
 
 
 def test_an_artifact_citing_nothing_fails():
-    report = cite("Mercury is the closest planet to the Sun.")
+    report = cite("Mercury is the closest planet to the Sun. See [methods](#methods).")
 
     assert not report["passed"] and report["score"] == 0.0
     assert report["evidence"].startswith("notes.md cites no source URL")
@@ -203,7 +558,7 @@ def test_without_tool_outputs_every_citation_is_ungrounded():
 
 def test_min_counts_distinct_sources():
     spec = {"kind": "citations", "min": 2}
-    twice = cite("A https://a.com/x, again https://www.a.com/x/#top", spec=spec)
+    twice = cite("A https://a.com/x, again https://A.com/x/#top", spec=spec)
     both = cite("A https://a.com/x, B https://b.org/papers/2024?id=7", spec=spec)
 
     assert not twice["passed"] and twice["score"] == 0.5
@@ -214,8 +569,8 @@ def test_min_counts_distinct_sources():
 def test_urls_count_from_any_of_the_outputs_in_any_spelling():
     report = cite(
         "A https://a.com/x and B https://c.net/y",
-        '{"results": [{"url": "https://www.a.com/x/"}]}',
-        "{'url': 'http://C.NET/y#frag'}",
+        '{"results": [{"url": "https://a.com/x/"}]}',
+        "{'url': 'https://C.NET/y#frag'}",
     )
 
     assert report["passed"], report
@@ -267,3 +622,23 @@ def test_min_must_be_a_positive_whole_number(spec, ok):
     if not ok:
         assert "'min'" in errors[0]
         assert cite("https://a.com/x", spec=spec)["evidence"].startswith("invalid check spec")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "https:" + "/" * 50_000,
+        "https://a.com/" + ")" * 50_000,
+        "https://" + "a@" * 25_000,
+        "https://[" + ":" * 50_000,
+        "<a " * 20_000,
+        "&#" * 25_000,
+        ("a" * 50 + ".") * 1_000 + "com/x",
+        "[" * 10_000,
+    ],
+)
+def test_hostile_text_is_read_in_linear_time(hostile):
+    started = time.monotonic()
+    citations(hostile)
+
+    assert time.monotonic() - started < 10  # a quadratic reading takes minutes

@@ -7,8 +7,11 @@ import sqlite3
 from typing import Annotated
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from langchain_core.tools import InjectedToolArg, tool
 
+from agent.approvals import approval_id
 from agent.journal import (
     MemoryJournal,
     SqliteJournal,
@@ -17,9 +20,11 @@ from agent.journal import (
     call_key,
     declare_tool,
     journal_for,
+    key_material,
     policy_of,
 )
 from agent.tool_calls import takes_idempotency_key
+from agent.worker import defect_signature
 
 
 @tool
@@ -124,3 +129,69 @@ def test_the_built_in_search_tools_are_read_only():
     from agent.search import local_search_tool
 
     assert policy_of(local_search_tool({"https://a.example/x": "text"})).read_only
+
+
+# ------------------------------------------------------------------ unambiguous keys
+
+_TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # NULs, quotes, surrogates
+_PARTS = st.lists(_TEXT, min_size=1, max_size=5).map(tuple)
+
+
+@given(_PARTS, _PARTS)
+def test_distinct_parts_give_distinct_key_material(a, b):
+    assert (key_material(*a) == key_material(*b)) == (a == b)
+
+
+@given(_TEXT, _TEXT, _TEXT, _TEXT)
+def test_a_separator_inside_a_part_cannot_move_the_boundary_between_parts(a, b, c, d):
+    assume((a, b) != (c, d))
+    assert call_key(a, b, "S1", 0, "d") != call_key(c, d, "S1", 0, "d")
+    assert args_digest(a, {"x": b}) != args_digest(c, {"x": d}) or (a, b) == (c, d)
+
+
+def test_the_nul_example_and_its_neighbours_get_different_keys():
+    assert call_key("a\0b", "c", "S1", 0, "d") != call_key("a", "b\0c", "S1", 0, "d")
+    assert call_key("a:b", "c", "S1", 0, "d") != call_key("a", "b:c", "S1", 0, "d")
+    assert call_key("a", "b", 'S1","0', 0, "d") != call_key("a", "b", "S1", 0, "d")
+    assert args_digest("send\0{}", {}) != args_digest("send", {})
+    step = {"step_id": "S1", "action": "a", "instructions": "i", "expected_output": "o.md"}
+    assert approval_id(step, 1, 0, "a\0b", {}) != approval_id(step, 1, 0, "a", {"\0b": 1})
+
+
+def test_a_crafted_evidence_line_cannot_pass_for_two_defects():
+    one = [{"severity": "blocking", "id": "x", "evidence": "a|y:b"}]
+    two = [
+        {"severity": "blocking", "id": "x", "evidence": "a"},
+        {"severity": "blocking", "id": "y", "evidence": "b"},
+    ]
+    assert defect_signature("S1", one) != defect_signature("S1", two)
+    assert defect_signature("S1|x", [{"severity": "blocking", "id": "y", "evidence": "e"}]) != (
+        defect_signature("S1", [{"severity": "blocking", "id": "x|y", "evidence": "e"}])
+    )
+
+
+# ------------------------------------------------------------------ fenced journal
+
+
+def test_a_leased_threads_journal_entry_is_fenced_by_the_lease_token(tmp_path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agent.lease import TABLE as LEASES
+    from agent.lease import LeaseLost, hold
+
+    path = str(tmp_path / "threads.sqlite")
+    journal = SqliteJournal(path)
+    asyncio.run(journal.put("other", "k", {"status": "done"}))  # no lease, no lease table yet
+    saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    with hold(saver, "t"):
+        asyncio.run(journal.put("t", "k1", {"status": "started"}))
+        with sqlite3.connect(path) as conn:  # another writer takes the thread over
+            conn.execute(f"UPDATE {LEASES} SET token = token + 1 WHERE thread_id = 't'")
+        with pytest.raises(LeaseLost, match="thread t: another writer took over"):
+            asyncio.run(journal.put("t", "k2", {"status": "started"}))
+        with pytest.raises(LeaseLost):
+            asyncio.run(journal.put("t", "k1", {"status": "done"}))
+        asyncio.run(journal.put("other", "k", {"status": "again"}))  # not leased: written
+    assert asyncio.run(journal.get("t", "k1")) == {"status": "started"}
+    assert asyncio.run(journal.get("t", "k2")) is None
+    assert asyncio.run(journal.get("other", "k")) == {"status": "again"}

@@ -56,7 +56,7 @@ def test_local_search_never_echoes_the_query():
     query = "planet https://invented.example/paper"
     found = search.local_search_tool(CORPUS).invoke({"query": query})
 
-    assert set(cited_urls(found)) == {"a.com/mercury", "b.org/venus"}
+    assert set(cited_urls(found)) == {"https://a.com/mercury", "https://b.org/venus"}
 
 
 def test_local_search_caps_results_and_snippets():
@@ -188,7 +188,7 @@ def test_web_search_answers_json_without_the_query_echo(tavily):
 
     assert found == found_async
     assert json.loads(found) == {k: v for k, v in RAW.items() if k != "query"}
-    assert set(cited_urls(found)) == {"a.com/mercury"}
+    assert set(cited_urls(found)) == {"https://a.com/mercury"}
     assert queries[0]["query"] == "https://invented.example/paper"
     assert queries[0]["max_results"] == search.SEARCH_MAX_RESULTS
 
