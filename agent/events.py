@@ -172,11 +172,10 @@ def _check_text(event: Mapping[str, Any]) -> str:
     revision = int(event.get("revision") or 0)
     draft = "first draft" if revision == 0 else f"revision {revision}"
     verdict = "passed" if event.get("passed") else "failed"
-    mark = "✅" if event.get("passed") else "❌"
     evidence = _one_line(event.get("evidence"), 200)
     return (
-        f"{mark} **Check** {_one_line(event.get('step_id'), 40)}, {draft}: "
-        f"{event.get('kind')} {verdict}" + (f" — {evidence}" if evidence else "")
+        f"**Check** {_one_line(event.get('step_id'), 40)}, {draft}: "
+        f"{event.get('kind')} **{verdict}**" + (f" — {evidence}" if evidence else "")
     )
 
 
