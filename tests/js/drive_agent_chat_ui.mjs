@@ -109,6 +109,16 @@ const flows = {
     const values = await settled(page, ["success"]);
     return { status: values.status, stop_reason: values.stop_reason, shots: [await shot(page, "accepted")] };
   },
+  async escalation_answered_by_the_reject_reason(page) {
+    await open(page, config.assistants.escalation);
+    await say(page, "Write a report");
+    await paused(page, "reject-card");
+    await page.getByPlaceholder("Share feedback with the agent...").fill("engineers");
+    await page.getByRole("button", { name: "Submit rejection" }).click();
+    const values = await settled(page, ["success"]);
+    const human = values.messages.filter((m) => m.type === "human").map((m) => m.content);
+    return { status: values.status, stop_reason: values.stop_reason, human, shots: [await shot(page, "rejected-with-reason")] };
+  },
   async escalation_stopped_by_a_typed_label(page) {
     await open(page, config.assistants.escalation);
     await say(page, "Write a report");
