@@ -115,6 +115,14 @@ class Context:
             "(and is retried as a transient error)."
         },
     )
+    chat_progress: bool = field(
+        default=True,
+        metadata={
+            "description": "Tell the run's progress in the chat: the plan, each check's verdict "
+            "with its evidence, each decision, one short tagged AI message each, kept in the "
+            "thread (false: only the stream's custom events and the final message)."
+        },
+    )
     planning: str = field(
         default="upfront",
         metadata={

@@ -39,7 +39,15 @@ from agent.budget import budget_of
 from agent.context import Context, as_context
 from agent.controller import LoopConfig
 from agent.errors import ConfigError, ErrorClass, classify, describe
-from agent.events import decision_event, emit, plan_event, step_event
+from agent.events import (
+    check_event,
+    decision_event,
+    emit,
+    plan_event,
+    progress_message,
+    step_event,
+    told,
+)
 from agent.final import final_message
 from agent.journal import journal_for
 from agent.models import JUDGE, Metered, merge_usage
@@ -127,7 +135,12 @@ class Planner:
                 return Command(goto=planned.goto, update=combined(update, planned.update))
             update = combined(update, planned)
             current = with_update(state, update)
-            emit(plan_event(current["plan"]))
+            event = plan_event(current["plan"])
+            emit(event)
+            if ctx.chat_progress:
+                told_id = f"progress-plan-{event['version']}-{int(current.get('step') or 0)}"
+                plan_told = told(state.get("messages") or [], [progress_message(event, told_id)])
+                update = combined(update, {"messages": plan_told})
         return dispatch(current, ctx, update)
 
     async def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
@@ -318,7 +331,9 @@ class Subagent:
         run = await worker.aexecute()
         usage = merge_usage(run.usage, judge_usage.usage)
         files = keep_origin(run.files, current_files())
-        update = {"files": files, "trajectory": run.trajectory, "usage": usage}
+        update: dict[str, Any] = {"files": files, "trajectory": run.trajectory, "usage": usage}
+        if ctx.chat_progress and (told := told_checks(run.trajectory)):
+            update["messages"] = told
         if run.approvals:
             update["approvals"] = run.approvals
         if run.replay:
@@ -329,6 +344,20 @@ class Subagent:
         """build_graph's ``interrupt_on`` plus the Context's tool names (all decisions)."""
         added = interrupt_config({name: True for name in ctx.approval_tools()})
         return added | self.interrupt_on
+
+
+def told_checks(trajectory: Sequence[Mapping[str, Any]]) -> list[AIMessage]:
+    """Each check a step ran, as the chat's progress message: one per draft, each id fixed
+    by the round, the step and the check's place in it (a re-run replaces, never adds)."""
+    told: list[AIMessage] = []
+    for event in trajectory:
+        if event.get("action") != "check":
+            continue
+        report = {**(event.get("check") or {}), "evidence": event.get("observation", "")}
+        checked = check_event(str(event["step_id"]), int(event.get("revision") or 0), report)
+        told_id = f"progress-check-{event.get('round')}-{event['step_id']}-{len(told)}"
+        told.append(progress_message(checked, told_id))
+    return told
 
 
 class Reflection:
@@ -390,7 +419,12 @@ def command_for(
     if d.final_answer:
         entry["final_answer"] = d.final_answer
     update = update | {"decisions": [entry], "reflection_depth": entry["depth"]}
-    emit(decision_event(entry))
+    event = decision_event(entry)
+    emit(event)
+    if ctx.chat_progress:  # before the pause's message: the question stays the last one
+        told_id = f"progress-decision-{len(state.get('decisions') or []) + 1}"
+        decision_told = told(state.get("messages") or [], [progress_message(event, told_id)])
+        update = combined(update, {"messages": decision_told})
     if d.decision == "escalate":
         payload = rules.escalation_payload(d, s)
         if d.stop_reason == APPROVAL_STOP_REASON:  # the requests, in LangChain's HITL shape
@@ -399,7 +433,7 @@ def command_for(
             )
         else:  # the question as a review card: approve accepts, reject's reason answers
             payload |= review_request(payload)
-        update |= paused(state, payload)
+        update = combined(update, paused(state, payload))
     elif d.decision == "fail":
         update |= {"status": "failed", "stop_reason": d.stop_reason}
     elif d.decision == "replan":

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent.events import is_progress
 from agent.result import Result
 
 _STATUS_STYLE = {"done": "green", "failed": "red", "active": "yellow"}
@@ -224,6 +225,8 @@ def _human_answers(messages: list[Any]) -> list[str]:
     message), in order; the turn's first message is the goal, not an answer."""
     out, after_ai = [], False
     for message in messages:
+        if is_progress(message):  # the run's own narration, not a question asked
+            continue
         kind = message.get("type") if isinstance(message, Mapping) else getattr(message, "type", "")
         content = message.get("content") if isinstance(message, Mapping) else message.content
         if kind == "human" and after_ai:

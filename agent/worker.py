@@ -344,6 +344,7 @@ class StepWorker:
             "check",
             check={k: report[k] for k in ("kind", "passed", "score")},
             observation=str(report.get("evidence", ""))[:300],
+            revision=self.revision,
         )
         emit(check_event(self.step_id, self.revision, report))
         return report

@@ -195,7 +195,7 @@ def test_a_file_under_the_steps_scratch_space_is_refused(tmp_path):
         ("a\\b.py", "backslash"),
         ("", "non-empty"),
         (".", "does not name a file"),
-        ("a\nb.py", "control characters"),
+        ("a\nb.py", "control character"),
         ("x" * (MAX_PATH_CHARS + 1), "characters long"),
         ("work/S1/x.py", "scratch space"),
         (7, "non-empty string"),
