@@ -1,7 +1,11 @@
 """What trustworthy checks cost: a ``python`` and a ``pytest`` check per isolation level,
 against a bare ``subprocess.run`` of the same code (no sandbox, no second process).
 
-    python bench/sandbox.py [--repeat N]
+    python bench/sandbox.py [--repeat N] [--pause S]
+
+Checks are served by the warm pool (``agent.sandbox.pool``), which refills between checks;
+``--pause`` seconds between repetitions (both sides) give it the time, as a plan's steps do.
+``DEEPREFLECT_SANDBOX_POOL=0`` measures cold starts.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ TESTS = (
 CODE = "assert slugify('A B') == 'a-b'\n"
 
 
-def median_ms(action: Callable[[], object], repeat: int) -> float:
-    action()  # warm caches
+def median_ms(action: Callable[[], object], repeat: int, pause: float) -> float:
+    action()  # warm caches (and, for a check, start the pool)
     times = []
     for _ in range(repeat):
+        time.sleep(pause)
         started = time.perf_counter()
         action()
         times.append(time.perf_counter() - started)
@@ -51,7 +56,9 @@ def bare(argv: list[str], files: dict[str, str]) -> Callable[[], object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=10)
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--pause", type=float, default=0.5)
+    args = parser.parse_args()
+    repeat, pause = args.repeat, args.pause
     files = {"slugify.py": ARTIFACT, "test_slugify.py": TESTS}
     python_spec = {"kind": "python", "code": CODE}
     pytest_spec = {"kind": "pytest", "tests": ["test_slugify.py"]}
@@ -66,8 +73,8 @@ def main() -> None:
             ("python", python_spec, bare_python),
             ("pytest", pytest_spec, bare_pytest),
         ):
-            ours = median_ms(lambda s=spec: run_check(s, files, "slugify.py"), repeat)
-            theirs = median_ms(baseline, repeat)
+            ours = median_ms(lambda s=spec: run_check(s, files, "slugify.py"), repeat, pause)
+            theirs = median_ms(baseline, repeat, pause)
             rows.append(
                 (level, kind, f"{ours:.0f} ms", f"{theirs:.0f} ms", f"{ours / theirs:.1f}x")
             )

@@ -1,6 +1,6 @@
 """The first code of every sandboxed interpreter; it runs before anything generated.
 
-The host passes this file's text with ``python -B -c`` and a JSON config as ``argv[1]``. In
+The host passes this file's text with ``python -B -S -s -c`` and a JSON config as ``argv[1]``. In
 order: (kernel mode) copy the run's files into its size-limited tmpfs and drop from the
 sandbox's root to the run's throw-away user inside a user namespace of its own; set the
 resource limits; hold the process to the kernel rules (Landlock and seccomp, the boundary of
@@ -206,8 +206,8 @@ def own_user_namespace(uid: int) -> None:
         handle.write(f"65534 {uid} 1")
 
 
-def limit() -> None:
-    for name, (soft, hard) in CONFIG["rlimits"].items():
+def limit(rlimits: dict[str, Any]) -> None:
+    for name, (soft, hard) in rlimits.items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
@@ -240,6 +240,59 @@ def disarm_spawner() -> None:
     _posixsubprocess.fork_exec = fork_exec
 
 
+def add_site() -> None:
+    """What ``site`` would have done (the interpreter runs with ``-S``), but no ``.pth`` file:
+    the host's site-packages on ``sys.path``, and ``exit``/``quit``/``help`` as builtins."""
+    import site  # under -S importing it runs nothing
+
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+    sys.path.extend(d for d in CONFIG.get("site", []) if d not in sys.path)
+
+
+def preload() -> None:
+    """Pooled: import what the job will need while waiting for it (nothing of the job's)."""
+    import importlib
+
+    for name in CONFIG.get("preload", []):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def receive_job(null: int) -> list[str]:
+    """Pooled: wait (already confined) for the job on stdin, then give it what a cold start
+    would have: its files in the empty folder, its environment and limits, stdin on
+    ``/dev/null``. A closed or malformed stdin (the pool shut down) runs nothing."""
+    chunks = []
+    while chunk := os.read(0, 1 << 20):
+        chunks.append(chunk)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        job = json.loads(b"".join(chunks))
+        files, argv, env, rlimits = job["files"], job["argv"], job["env"], job["rlimits"]
+    except (ValueError, KeyError, TypeError):
+        os._exit(0)
+    for folder in [ROOT] if CONFIG.get("mode") == "kernel" else WRITABLE[:2]:
+        if os.listdir(folder):  # only this process could have written there: never reuse
+            sys.stderr.write(f"sandbox: pooled folder {folder} was not empty; nothing was run\n")
+            os._exit(70)
+    for rel, content in files.items():
+        target = os.path.realpath(os.path.join(ROOT, rel))
+        if not target.startswith(ROOT.rstrip("/") + "/"):
+            deny(f"a job file outside the folder ({rel!r})")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+    limit(rlimits)
+    os.environ.clear()
+    os.environ.update(env)
+    return list(argv)
+
+
 def run(argv: list[str]) -> None:
     import runpy
 
@@ -261,9 +314,14 @@ def run(argv: list[str]) -> None:
 if CONFIG.get("mode") == "kernel":
     enter_kernel_sandbox()
 os.chdir(ROOT)
-limit()
+limit(CONFIG["rlimits"])
+NULL = os.open(os.devnull, os.O_RDONLY) if CONFIG.get("pooled") else -1
 hold_to_kernel_rules()
 disarm_spawner()
+add_site()
 sys.addaudithook(hook)
 del sys.argv[1]
+if CONFIG.get("pooled"):
+    preload()
+    sys.argv[1:] = receive_job(NULL)
 run(sys.argv[1:])

@@ -17,12 +17,21 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
+from agent.sandbox import pool
 from agent.sandbox.capture import collect, drain
 from agent.sandbox.isolation import IsolationLevel, isolation_level
 from agent.sandbox.job import Job, SandboxResult
-from agent.sandbox.launch import DISK_LIMIT, FILE_SIZE_LIMIT, Started, prepare, remove_tree, start
+from agent.sandbox.launch import (
+    DISK_LIMIT,
+    FILE_SIZE_LIMIT,
+    Started,
+    deliver,
+    prepare,
+    remove_tree,
+    start,
+)
 from agent.sandbox.processes import Watch, has_exited, kill_all, members, reap, remove_left
 
 __all__ = ["Job", "SandboxResult", "run_jobs"]
@@ -52,6 +61,13 @@ def run_jobs(
         msg = f"timeout_s must be a positive number of seconds, not {timeout_s!r}"
         raise ValueError(msg)
     level = isolation or isolation_level()
+    if isolation is None and pool.enabled() and pool.fits(jobs, link):
+        for _ in range(2):  # a pair that died while it waited is thrown away, never used
+            if (taken := pool.take(level)) is None:
+                break
+            done = _run_pooled(*taken, jobs, timeout_s, memory_mb)
+            if done is not None:
+                return done
     base = Path(tempfile.mkdtemp(prefix="deepreflect-sandbox-")).resolve()
     os.chmod(base, 0o711)  # jobs reach their own folder, never list or enter another's
     started: list[Started] = []
@@ -69,6 +85,26 @@ def run_jobs(
         for run in started:
             run.close()
         remove_tree(base)
+
+
+def _run_pooled(
+    pair: pool.Pair, owner: Any, jobs: Sequence[Job], timeout_s: float, memory_mb: int
+) -> list[SandboxResult] | None:
+    """Run ``jobs`` in a waiting pair, which is then killed with the run; None (and the
+    pair discarded) if it is no longer usable."""
+    started: list[Started] = []
+    try:
+        if any(has_exited(run.proc.pid) for run in pair.runs):
+            return None
+        try:
+            runs = zip(pair.runs, jobs, strict=True)
+            started = [deliver(run, job, timeout_s, memory_mb) for run, job in runs]
+        except OSError:
+            return None
+        return _supervise(started, timeout_s, memory_mb, pair.level)
+    finally:
+        pair.discard()
+        owner.done()
 
 
 def _supervise(

@@ -38,6 +38,14 @@ _DISK_LIMIT = 64 * 1024 * 1024  # kernel mode: each tmpfs (folder, /tmp, /dev/sh
 DISK_LIMIT = 2 * _DISK_LIMIT
 """Bytes a job's folder and tmp folder may hold together (``landlock`` and ``process``)."""
 _PATH = "/usr/local/bin:/usr/bin:/bin"
+# -S: no ``site`` at start-up, so no ``.pth`` file of the host runs in the sandbox before the
+# bootstrap has confined it (and none costs start-up time); the bootstrap puts the host's
+# site-packages folders on ``sys.path`` itself. -s: no user site folder.
+_FLAGS = ("-B", "-S", "-s")
+# what a pooled interpreter imports while it waits (the bridge's and the runner's standard
+# modules; pytest on the check's side), so a job does not pay for it
+_PRELOAD = ("json", "socket", "struct", "operator", "types", "importlib.machinery", "runpy")
+_PRELOAD_CHECK = ("pytest",)
 
 
 @dataclass
@@ -65,10 +73,13 @@ class Started:
     captures: dict[IO[bytes], Capture]
     report: IO[bytes] | None
     started_at: float
+    env: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    """(pooled) The environment a cold start would give: its base and what overrides the
+    job's own variables."""
 
     def close(self) -> None:
         """Close every pipe the host holds for the job."""
-        for pipe in (*self.captures, self.report):
+        for pipe in (*self.captures, self.report, self.proc.stdin):
             if pipe is not None and not pipe.closed:
                 pipe.close()
 
@@ -83,6 +94,8 @@ class _Command:
     """Descriptors opened for the job: passed to it, closed by the host once it started."""
     user: dict[str, Any] = field(default_factory=dict)
     """``Popen``'s ``user``/``group``/``extra_groups`` (process mode as root)."""
+    late_env: dict[str, str] = field(default_factory=dict)
+    """Variables that override the job's own (the interpreter's descriptors)."""
 
 
 def prepare(base: Path, index: int, job: Job, level: IsolationLevel) -> Spec:
@@ -103,12 +116,17 @@ def prepare(base: Path, index: int, job: Job, level: IsolationLevel) -> Spec:
 def _write_files(folder: Path, files: Mapping[str, str]) -> None:
     """Write the VFS files; a path that would resolve outside ``folder`` is an error."""
     for rel, content in files.items():
-        target = (folder / rel).resolve()
-        if target == folder or not target.is_relative_to(folder):
-            msg = f"sandbox file path {rel!r} resolves outside the sandbox folder"
-            raise ValueError(msg)
+        target = _inside(folder, rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8", newline="")
+
+
+def _inside(folder: Path, rel: str) -> Path:
+    target = (folder / rel).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        msg = f"sandbox file path {rel!r} resolves outside the sandbox folder"
+        raise ValueError(msg)
+    return target
 
 
 def _chown_tree(folder: Path, uid: int) -> None:
@@ -135,9 +153,17 @@ def remove_tree(folder: Path) -> None:
 
 
 def start(
-    spec: Spec, level: IsolationLevel, timeout_s: float, memory_mb: int, fds: list[int]
+    spec: Spec,
+    level: IsolationLevel,
+    timeout_s: float,
+    memory_mb: int,
+    fds: list[int],
+    *,
+    pooled: bool = False,
 ) -> Started:
-    """Start the job's interpreter; ``fds`` (the link's end) are passed to it."""
+    """Start the job's interpreter; ``fds`` (the link's end) are passed to it. ``pooled``: it
+    confines itself and then waits for its job on stdin (:func:`deliver`); ``spec.job`` is then
+    only the run's shape (its ``report``), the rest comes with the job."""
     job = spec.job
     report_file = tempfile.TemporaryFile() if job.report else None  # the host's, not the job's
     pass_fds = list(fds)
@@ -149,9 +175,12 @@ def start(
         env["DEEPREFLECT_REPORT_FD"] = str(report_file.fileno())
     config: dict[str, Any] = {
         "root": str(spec.folder),
-        "rlimits": _rlimits(timeout_s, memory_mb, spec.uid),
+        "rlimits": {} if pooled else _rlimits(timeout_s, memory_mb, spec.uid),
         "mode": level,
+        "pooled": pooled,
     }
+    if pooled:
+        config["preload"] = list(_PRELOAD + (_PRELOAD_CHECK if job.report else ()))
     build = _kernel_command if level == "kernel" else _direct_command
     command = build(spec, config, env)
     try:
@@ -161,7 +190,7 @@ def start(
             env=command.env,
             pass_fds=pass_fds + command.opened,
             start_new_session=True,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if pooled else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             **command.user,
@@ -175,7 +204,44 @@ def start(
             os.close(fd)
     assert proc.stdout is not None and proc.stderr is not None
     captures = {proc.stdout: Capture(job.max_output), proc.stderr: Capture(job.max_output)}
-    return Started(spec, proc, captures, cast(IO[bytes] | None, report_file), time.monotonic())
+    run = Started(spec, proc, captures, cast(IO[bytes] | None, report_file), time.monotonic())
+    run.env = (_base_env(spec, level), {**env, **command.late_env})
+    return run
+
+
+def deliver(run: Started, job: Job, timeout_s: float, memory_mb: int) -> Started:
+    """Hand a pooled interpreter its job: files, argv, environment and limits, on its stdin,
+    exactly what a cold start would have given it. Raises OSError if it is gone.
+
+    Raises:
+        ValueError: a file path would land outside the job's folder (nothing is sent).
+        OSError: the interpreter is gone.
+    """
+    spec = Spec(job, run.spec.folder, run.spec.tmp, run.spec.uid)
+    for rel in job.files:
+        _inside(spec.folder, rel)
+    base, late = run.env
+    message = {
+        "files": dict(job.files),
+        "argv": list(job.argv),
+        "env": {**base, **job.env, **late},
+        "rlimits": _rlimits(timeout_s, memory_mb, spec.uid),
+    }
+    stdin = cast(IO[bytes], run.proc.stdin)
+    try:
+        stdin.write(json.dumps(message).encode("utf-8"))
+    finally:
+        try:
+            stdin.close()
+        except OSError:
+            pass
+    pipes = cast(tuple[IO[bytes], IO[bytes]], (run.proc.stdout, run.proc.stderr))
+    captures = {pipe: Capture(job.max_output) for pipe in pipes}
+    return Started(spec, run.proc, captures, run.report, time.monotonic())
+
+
+def _base_env(spec: Spec, level: IsolationLevel) -> dict[str, str]:
+    return _environment(spec.folder, "/tmp" if level == "kernel" else str(spec.tmp))
 
 
 def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> _Command:
@@ -185,10 +251,11 @@ def _kernel_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> 
     # defence in depth under the namespaces; a kernel without Landlock still has them
     rules = _kernel_rules([*interpreter_roots(), *readable], False, required=False)
     config["kernel_rules"] = rules
+    config["site"] = site_packages()
     env = {**_environment(spec.folder, "/tmp"), **env}
     root = spec.uid is not None
     args = bwrap.command(spec.folder, root=root, disk_bytes=_DISK_LIMIT, env=env, readable=readable)
-    args += [sys.executable, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
+    args += [sys.executable, *_FLAGS, "-c", program("bootstrap.py"), json.dumps(config)]
     return _Command(args + list(spec.job.argv), env)
 
 
@@ -198,6 +265,9 @@ def _direct_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> 
     interpreter, interpreter_env, opened = _interpreter(spec.uid)
     extra = [os.path.realpath(p) for p in spec.job.readable]
     config.update(readable=_readable_roots() + extra, writable=[str(spec.tmp)])
+    config["site"] = site_packages(
+        interpreter_env.get("PYTHONHOME"), interpreter_env.get("PYTHONPATH")
+    )
     if config["mode"] == "landlock":
         # the throw-away uid may not walk to the interpreter (under /root): the descriptors
         # the host opened for it (``/proc/self/fd/N``) name it instead
@@ -205,12 +275,12 @@ def _direct_command(spec: Spec, config: dict[str, Any], env: dict[str, str]) -> 
         reach += [interpreter_env["PYTHONHOME"]] if "PYTHONHOME" in interpreter_env else []
         readable = [*interpreter_roots(), *reach, *extra]
         config["kernel_rules"] = _kernel_rules(readable, spec.uid is None, required=True)
-    args = [interpreter, "-B", "-c", program("bootstrap.py"), json.dumps(config)]
+    args = [interpreter, *_FLAGS, "-c", program("bootstrap.py"), json.dumps(config)]
     user: dict[str, Any] = {}
     if spec.uid is not None:
         user = {"user": spec.uid, "group": spec.uid, "extra_groups": []}
     env = {**_environment(spec.folder, str(spec.tmp)), **env, **interpreter_env}
-    return _Command(args + list(spec.job.argv), env, opened, user)
+    return _Command(args + list(spec.job.argv), env, opened, user, interpreter_env)
 
 
 def _kernel_rules(readable: list[str], shares_host_uid: bool, *, required: bool) -> dict[str, Any]:
@@ -259,6 +329,27 @@ def _interpreter(uid: int | None) -> tuple[str, dict[str, str], list[int]]:
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         extra["PYTHONPATH"] = f"/proc/self/fd/{venv_fd}/lib/{version}/site-packages"
     return executable, extra, fds
+
+
+def site_packages(home: str | None = None, venv: str | None = None) -> list[str]:
+    """The host's site-packages folders as the job's interpreter reaches them: through the
+    descriptors of ``home`` (the installation) and ``venv`` (its site-packages) when given."""
+    found = []
+    for path in sys.path:
+        if not (path and os.path.isabs(path) and "site-packages" in path and os.path.isdir(path)):
+            continue
+        real = os.path.realpath(path)
+        if venv is not None and sys.prefix != sys.base_prefix and _under(real, sys.prefix):
+            found.append(venv)
+        elif home is not None and _under(real, sys.base_prefix):
+            found.append(f"{home}/{os.path.relpath(real, os.path.realpath(sys.base_prefix))}")
+        else:
+            found.append(real)
+    return list(dict.fromkeys(found))
+
+
+def _under(path: str, prefix: str) -> bool:
+    return Path(path).is_relative_to(os.path.realpath(prefix))
 
 
 def _readable_roots() -> list[str]:
