@@ -31,6 +31,7 @@ from agent.loop import run_sync
 from agent.models import Metered, merge_usage, model_key, with_metadata
 from agent.prompts import render
 from agent.replay import ModelReplay
+from agent.stubs import unimplemented_functions
 from agent.text_tools import fenced_file, tool_calls_from_text
 from agent.tool_calling import TOOL_CALLING
 from agent.tool_calls import AwaitingHuman, CallScope, ToolCaller
@@ -108,6 +109,7 @@ class StepWorker:
         # the judge's calls name the step whose artifact they review, beside their own role
         self.judge: Any = with_metadata(judge, self.metadata) if judge is not None else None
         self.revision = 0
+        self._rewrite_asked = False  # this draft was asked to rewrite unimplemented functions
         self.max_tool_turns = max_tool_turns
         self.loop_config = loop_config or LoopConfig()
         self.workspace = Workspace(
@@ -192,7 +194,7 @@ class StepWorker:
         messages = self._task_prompt(feedback)
         metadata = self.call_metadata()
         tools = list(self.tools.values())
-        nudged = False
+        nudged = stubbed = self._rewrite_asked = False
         self.caller.new_draft()
         self._draft_start = self._artifact_write()
         for turn in range(self.max_tool_turns):
@@ -203,6 +205,10 @@ class StepWorker:
                 TOOL_CALLING.record(self.model_key, native=not from_text)
             messages.append(answer)
             if not answer.tool_calls and not answer.invalid_tool_calls:
+                if not stubbed and (reminder := self._unimplemented_reminder()):
+                    messages.append(reminder)
+                    stubbed = True
+                    continue
                 if nudged or self._wrote_this_draft():
                     break
                 # seed 002: say exactly what is missing, once, rather than "not produced" later
@@ -257,6 +263,20 @@ class StepWorker:
                 note = f"over the model's context window: {cut} tool result(s) trimmed"
                 self._event("context_trimmed", observation=note, trimmed=cut)
 
+    def _unimplemented_reminder(self) -> HumanMessage | None:
+        """Once per draft: the artifact written in it left functions without a body."""
+        if not self._wrote_this_draft():
+            return None
+        path = self.step["expected_output"]
+        names = unimplemented_functions(path, self.workspace.contents().get(path, ""))
+        if not names:
+            return None
+        shown = ", ".join(names[:10])
+        self._event("unimplemented", observation=f"reminded to implement {shown}"[:200])
+        text = render("subagent_unimplemented", path=path, names=shown, tool="write_file")
+        self._rewrite_asked = True  # a fenced module in the answer is the artifact again
+        return HumanMessage(text)
+
     def _artifact_write(self) -> Any:
         """The artifact's last write (its content, by identity), None if never written."""
         return self.workspace.written.get(self.step["expected_output"])
@@ -288,7 +308,8 @@ class StepWorker:
         prefix = f"text-{self.step_id}-{self.revision}-{turn}-"
         calls = tool_calls_from_text(text, list(self.tools), id_prefix=prefix)
         path = self.step["expected_output"]
-        if not calls and "write_file" in self.tools and not self._wrote_this_draft():
+        fence_counts = not self._wrote_this_draft() or self._rewrite_asked
+        if not calls and "write_file" in self.tools and fence_counts:
             content = fenced_file(text, path)  # the artifact itself, in a code fence
             if content is not None:
                 args = {"path": path, "content": content}

@@ -252,3 +252,44 @@ def test_a_revision_answered_with_the_file_in_a_fence_replaces_the_draft():
     assert entry["content"] == "OK\n" and entry["status"] == "done" and entry["rounds"] == 1
     writes = [e for e in run.trajectory if e["action"] == "write_file"]
     assert len(writes) == 2 and all(e.get("parsed_from_text") for e in writes)
+
+
+CODE_STEP = {
+    **STEP,
+    "instructions": "Complete add.",
+    "expected_output": "solution.py",
+    "done_when": {"kind": "non_empty"},
+}
+STUB = 'def add(a, b):\n    """Return a + b."""\n'
+FULL = STUB + "    return a + b\n"
+
+
+def test_a_draft_that_left_a_function_unimplemented_is_reminded_once_in_the_same_draft():
+    w, model = worker(
+        [
+            tool_call("write_file", path="solution.py", content=STUB),
+            "written",
+            f"```python\n{FULL}```",  # the rewrite, as a fenced module
+            "done",
+        ],
+        step=CODE_STEP,
+    )
+    draft, _ = w.generate("task", None)
+    assert draft == FULL
+    reminder = str(model.calls[2][-1].content)
+    assert prompt_values("subagent_unimplemented", reminder)["names"] == "add"
+    assert [e["action"] for e in w.run.trajectory].count("unimplemented") == 1
+
+
+def test_the_reminder_is_not_repeated_when_the_rewrite_is_still_a_stub():
+    w, model = worker(
+        [
+            tool_call("write_file", path="solution.py", content=STUB),
+            "written",
+            tool_call("write_file", path="solution.py", content=STUB),
+            "still",
+        ],
+        step=CODE_STEP,
+    )
+    draft, _ = w.generate("task", None)
+    assert draft == STUB and len(model.calls) == 4  # one reminder, then the draft stands
