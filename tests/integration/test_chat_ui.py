@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.langgraph_server import ROOT, dev_server, free_port, langgraph_missing
+from tests.langgraph_server import ROOT, _stop, dev_server, free_port, langgraph_missing
 
 SCRIPT = ROOT / "tests" / "js" / "drive_agent_chat_ui.mjs"
 CHROMIUM = os.environ.get("DEEPREFLECT_CHROMIUM", "/usr/bin/chromium")
@@ -94,14 +93,7 @@ def chat_ui(api: str, log: Path) -> Iterator[str]:
             time.sleep(1)
         yield url
     finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=20)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=20)
+        _stop(server)
 
 
 @pytest.fixture(scope="module")
