@@ -11,36 +11,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent.checkpointers import open_checkpointer
     from agent.context import Context
-    from agent.export import artifacts
-    from agent.graph import build_graph
-    from agent.journal import declare_tool
-    from agent.lease import LeaseLost, ThreadBusy
-    from agent.models import ScriptedChatModel
-    from agent.result import Result
-    from agent.runner import aresume, arun, resume, run
-    from agent.subagents import SubAgent
-    from agent.user_files import UserFileError, load_files
+    from agent.controller.subagents import SubAgent
+    from agent.graph.build import build_graph
+    from agent.graph.result import Result
+    from agent.models.scripted import ScriptedChatModel
+    from agent.runs.export import artifacts
+    from agent.runs.runner import aresume, arun, resume, run
+    from agent.store.checkpointers import open_checkpointer
+    from agent.store.journal import declare_tool
+    from agent.store.lease import LeaseLost, ThreadBusy
+    from agent.vfs.user_files import UserFileError, load_files
 
 # public name -> the module that defines it
 _EXPORTS = {
     "Context": "agent.context",
-    "Result": "agent.result",
-    "artifacts": "agent.export",
-    "ScriptedChatModel": "agent.models",
-    "SubAgent": "agent.subagents",
-    "LeaseLost": "agent.lease",
-    "ThreadBusy": "agent.lease",
-    "build_graph": "agent.graph",
-    "declare_tool": "agent.journal",
-    "open_checkpointer": "agent.checkpointers",
-    "aresume": "agent.runner",
-    "arun": "agent.runner",
-    "resume": "agent.runner",
-    "run": "agent.runner",
-    "UserFileError": "agent.user_files",
-    "load_files": "agent.user_files",
+    "Result": "agent.graph.result",
+    "artifacts": "agent.runs.export",
+    "ScriptedChatModel": "agent.models.scripted",
+    "SubAgent": "agent.controller.subagents",
+    "LeaseLost": "agent.store.lease",
+    "ThreadBusy": "agent.store.lease",
+    "build_graph": "agent.graph.build",
+    "declare_tool": "agent.store.journal",
+    "open_checkpointer": "agent.store.checkpointers",
+    "aresume": "agent.runs.runner",
+    "arun": "agent.runs.runner",
+    "resume": "agent.runs.runner",
+    "run": "agent.runs.runner",
+    "UserFileError": "agent.vfs.user_files",
+    "load_files": "agent.vfs.user_files",
 }
 
 __all__ = [

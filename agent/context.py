@@ -199,7 +199,7 @@ class Context:
     def declared_databases(self) -> dict[str, str]:
         """``databases`` as ``{name: absolute path}``; never raises (``validate`` names what
         is wrong): text that does not parse declares nothing."""
-        from agent.databases import DatabaseError, absolute, parse_databases
+        from agent.checks.databases import DatabaseError, absolute, parse_databases
 
         if not isinstance(self.databases, str):
             return {}
@@ -256,7 +256,7 @@ class Context:
 
     def _range_errors(self, typed: set[str]) -> list[tuple[str, str]]:
         """Values of the right type that are still impossible, each with its field."""
-        from agent.plan import MAX_PLAN_STEPS
+        from agent.plan.steps import MAX_PLAN_STEPS
 
         errors = []
         if "workload" in typed and self.workload not in DEPTH_CAP_BY_WORKLOAD:
@@ -290,7 +290,7 @@ class Context:
 
 def _database_problems(text: str) -> list[str]:
     """What is wrong with a ``databases`` text: its form, then each file it names."""
-    from agent.databases import DatabaseError, declare_databases
+    from agent.checks.databases import DatabaseError, declare_databases
 
     try:
         declare_databases(text)
@@ -305,7 +305,7 @@ def _absolute_databases(ctx: Context) -> None:
     becomes the same text."""
     value: Any = ctx.databases
     if isinstance(value, Mapping):
-        from agent.databases import DatabaseError, format_databases
+        from agent.checks.databases import DatabaseError, format_databases
 
         try:
             value = format_databases({str(n): os.fspath(p) for n, p in value.items()})
@@ -318,7 +318,7 @@ def _absolute_databases(ctx: Context) -> None:
 def _absolute_text(text: str) -> str:
     """``name=path,...`` with absolute paths; text that does not parse is kept as it is, for
     ``validate`` to name."""
-    from agent.databases import DatabaseError, absolute, format_databases, parse_databases
+    from agent.checks.databases import DatabaseError, absolute, format_databases, parse_databases
 
     try:
         declared = parse_databases(text)
@@ -345,7 +345,7 @@ def _values_key(ctx: Context) -> tuple[Any, ...] | None:
 
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 PLANNING = ("upfront", "rolling")
-TOOL_CALLING_MODES = ("auto", "native", "text")  # agent.tool_calling.MODES, without its imports
+TOOL_CALLING_MODES = ("auto", "native", "text")  # agent.tools.binding.MODES, without its imports
 ENV_PREFIX = "DEEPREFLECT_"
 
 

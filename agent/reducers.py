@@ -1,5 +1,5 @@
 """The reducers of the state's ``DeltaChannel`` keys, in a module of their own so that the
-read-only commands (``agent.threads``) rebuild a thread's state with the very same functions
+read-only commands (``agent.store.threads``) rebuild a thread's state with the very same functions
 without importing LangGraph's graph or LangChain.
 
 Each is batching-invariant, as ``DeltaChannel`` requires: applying two batches of writes in
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent.vfs import merge_files
+from agent.vfs.entries import merge_files
 
 __all__ = ["append_all", "by_path", "latest"]
 

@@ -21,9 +21,9 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
-from agent.models import merge_usage
+from agent.models.factory import merge_usage
 from agent.reducers import append_all, by_path, latest
-from agent.vfs import FileEntry
+from agent.vfs.entries import FileEntry
 
 MAX_GOAL_CHARS = 20_000
 """The longest goal or answer a human message may carry; the planner rejects longer ones."""
@@ -117,11 +117,11 @@ class State(TypedDict, total=False):
     """Why the planner is to plan (``reason``) and the human's ``answer``, if any: set by
     whoever sends the thread to the planner for a (new) plan, cleared once it is planned."""
     approvals: Annotated[dict[str, dict[str, Any]], DeltaChannel(by_path)]
-    """Tool calls waiting for, or decided by, a human (``agent.approvals``), by request id:
+    """Tool calls waiting for, or decided by, a human (``agent.tools.approvals``), by request id:
     approvals bound to a call's exact arguments, and calls whose outcome is unknown."""
     replay: Annotated[dict[str, dict[str, Any]], DeltaChannel(by_path)]
     """Per step id, the model answers of a step that stopped to wait for a human, given back
-    when it runs again (``agent.replay``); cleared once the step has finished."""
+    when it runs again (``agent.controller.replay``); cleared once the step has finished."""
     turn: Annotated[dict[str, Any], DeltaChannel(latest)]
     """Where the current user turn began (time, step, tokens, message) for its budgets."""
     context: Annotated[dict[str, Any], DeltaChannel(latest)]
@@ -138,7 +138,7 @@ class InputState(TypedDict, total=False):
     goal: str
     files: dict[str, str]
     """The user's files, ``{path: text}``: checked like every VFS path and size-limited
-    when the planner takes the turn in (``agent.user_files``), then kept as entries marked
+    when the planner takes the turn in (``agent.vfs.user_files``), then kept as entries marked
     ``origin: "user"``; files sent on a later turn add to or replace them."""
 
 

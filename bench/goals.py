@@ -144,7 +144,7 @@ def workspace(goal: Goal, folder: Path) -> Workspace:
         log.write_text("")
         server = [str(GOALS_DIR / "search_server.py"), str(goal.search_corpus), str(log)]
         entry: dict[str, Any] = {"command": sys.executable, "args": server}
-        entry |= {"roles": ["researcher"], "env": {"PYTHONPATH": str(ROOT)}}  # agent.search
+        entry |= {"roles": ["researcher"], "env": {"PYTHONPATH": str(ROOT)}}  # agent.tools.search
         config.write_text(json.dumps({"mcpServers": {"search": entry}}))
     return Workspace(folder, dbs, log, config)
 
@@ -205,7 +205,7 @@ def exported(
     cli: Sequence[str], thread: str, db: Path, dest: Path, env: Mapping[str, str]
 ) -> dict[str, str]:
     """The thread's files, written by ``deepreflect export --all`` and read back."""
-    from agent.export import MANIFEST
+    from agent.runs.export import MANIFEST
 
     cmd = [*cli, "export", thread, str(dest), "--all", "--db", str(db)]
     subprocess.run(cmd, capture_output=True, text=True, env=dict(env), check=False)

@@ -3,7 +3,7 @@
     python bench/load.py [--processes 4] [--threads 25] [--concurrency 25] [--db PATH]
                          [--conn-per-thread] [--json]
 
-Each process opens the database with ``agent.runner.open_checkpointer`` (WAL, busy timeout
+Each process opens the database with ``agent.runs.runner.open_checkpointer`` (WAL, busy timeout
 30 s) at the same moment, then runs ``--threads`` deepreflect threads, ``--concurrency`` at
 once, on scripted models. Every thread runs a 3-step plan (two parallel steps, then one that
 depends on both) whose artifacts embed the thread id. Afterwards the parent reopens the
@@ -42,8 +42,8 @@ from common import END, machine
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import Context, ScriptedChatModel, build_graph, open_checkpointer, run
-from agent.models import tool_call
-from agent.runner import thread_config
+from agent.models.factory import tool_call
+from agent.runs.runner import thread_config
 
 PLAN = [
     {

@@ -53,8 +53,8 @@ from storage import sqlite_run
 from typing_extensions import TypedDict
 
 from agent import ScriptedChatModel, run
-from agent.graph import MAX_CONCURRENCY, RECURSION_LIMIT
-from agent.models import tool_call
+from agent.graph.build import MAX_CONCURRENCY, RECURSION_LIMIT
+from agent.models.factory import tool_call
 from agent.reducers import by_path
 
 try:

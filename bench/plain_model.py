@@ -20,7 +20,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
 from agent.checks import run_check
-from agent.datasets import Task
+from agent.eval.datasets import Task
 
 PROMPT_FILE = Path(__file__).with_name("plain_prompt.txt")
 MAX_TOKENS = 512

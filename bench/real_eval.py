@@ -150,7 +150,7 @@ def run_eval(cmd: list[str], port: int, report_path: Path) -> dict[str, Any]:
 
 def plain_pass(args: argparse.Namespace, port: int, report_path: Path) -> dict[str, Any]:
     """The plain model asked once per task, on the same server; its report kept as JSON."""
-    from agent.datasets import humaneval_tasks
+    from agent.eval.datasets import humaneval_tasks
 
     tasks = humaneval_tasks(limit=args.limit)
     model = plain_model.plain_model(f"http://127.0.0.1:{port}/v1", SERVED_NAME[args.size])

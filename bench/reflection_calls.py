@@ -15,8 +15,8 @@ import json
 from common import CONTEXT, chain, report, roles, sqlite_graph
 
 from agent import ScriptedChatModel, run
-from agent.reflection import RULES, rule_progress
-from agent.scenarios import finish_or_continue
+from agent.models.scenarios import finish_or_continue
+from agent.reflection.rules import RULES, rule_progress
 
 ASK_EVERY_TIME = tuple(rule for rule in RULES if rule is not rule_progress)
 

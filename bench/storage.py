@@ -31,7 +31,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import build_graph, run
 from agent.state import State
-from agent.vfs import merge_files
+from agent.vfs.entries import merge_files
 
 ROOT = Path(__file__).resolve().parent.parent
 CTX = dataclasses.replace(CONTEXT, max_plan_steps=1000)

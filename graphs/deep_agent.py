@@ -3,7 +3,7 @@ since the server brings its own persistence. A paused thread waits on `interrupt
 `escalate`. Defaults of the run's Context come from `DEEPREFLECT_<FIELD>` environment
 variables (`langgraph.json`'s `env`, e.g. `DEEPREFLECT_MODEL`), so a chat UI that cannot set
 a run's context still gets a usable model; `DEEPREFLECT_MCP_CONFIG` names an MCP config file
-whose servers' tools the subagents get (`agent.mcp`)."""
+whose servers' tools the subagents get (`agent.tools.mcp`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import os
 from langchain_core.tools import BaseTool
 
 from agent import build_graph
-from agent.mcp import ENV_VAR, tools_from_config
+from agent.tools.mcp import ENV_VAR, tools_from_config
 
 
 def mcp_tools() -> dict[str, list[BaseTool]] | None:

@@ -32,9 +32,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ScriptedChatModel, build_graph
 from agent.checks import register_check
-from agent.models import tool_call
-from agent.runner import run
-from agent.scripted import prompt_json
+from agent.models.factory import tool_call
+from agent.models.scripted import prompt_json
+from agent.runs.runner import run
 
 CHECK_KIND = "crashpoint"
 CATEGORIES = ("subagent", "check", "reflection")

@@ -14,7 +14,7 @@ import time
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ScriptedChatModel, build_graph
-from agent.runner import run
+from agent.runs.runner import run
 from tests.fakes import END, ctx, step, writer
 
 PLAN = [step("S1", "a.md"), step("S2", "b.md"), step("S3", "c.md")]

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
-from agent.models import tool_call
+from agent.models.factory import tool_call
 from agent.prompts import load_prompt
 
 
@@ -165,9 +165,9 @@ def both_isolation_levels():
 
 
 def call_tool(call: Mapping[str, Any], tools: Mapping[str, Any]) -> tuple[str, bool]:
-    """``agent.tools.execute_tool_call`` (a coroutine) from a sync test."""
+    """``agent.tools.filesystem.execute_tool_call`` (a coroutine) from a sync test."""
     import asyncio
 
-    from agent.tools import execute_tool_call
+    from agent.tools.filesystem import execute_tool_call
 
     return asyncio.run(execute_tool_call(call, tools))

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import BaseMessage, ToolMessage  # noqa: E402
 
-import agent.models  # noqa: E402
-from agent.scenarios import finish_or_continue, scenario_model  # noqa: E402
-from agent.scripted import ScriptedChatModel, prompt_json, tool_call  # noqa: E402
+import agent.models.factory  # noqa: E402
+from agent.models.scenarios import finish_or_continue, scenario_model  # noqa: E402
+from agent.models.scripted import ScriptedChatModel, prompt_json, tool_call  # noqa: E402
 from tests.goal_solutions import BAD, GOOD  # noqa: E402
 
 PREFIX = "goal-"
@@ -110,7 +110,7 @@ def goal_model(name: str, role: str) -> BaseChatModel:
 
 
 if __name__ == "__main__":
-    agent.models.scenario_model = goal_model
+    agent.models.factory.scenario_model = goal_model
     from agent.cli import main
 
     sys.exit(main())

@@ -21,13 +21,13 @@ import signal
 import sys
 from typing import Any
 
-import agent.fencing
-import agent.runner
+import agent.runs.runner
+import agent.store.fencing
 from agent.cli import main as cli_main
 
 
 def _pause_after_first_update(pause: Any) -> None:
-    reported = agent.runner._reported
+    reported = agent.runs.runner._reported
     done = False
 
     def first_then_pause(chunk: Any, lease: Any, on_update: Any) -> None:
@@ -37,7 +37,7 @@ def _pause_after_first_update(pause: Any) -> None:
             done = True
             pause()
 
-    agent.runner._reported = first_then_pause
+    agent.runs.runner._reported = first_then_pause
 
 
 def _wait_for_a_line() -> None:
@@ -47,7 +47,7 @@ def _wait_for_a_line() -> None:
 
 def _stop_inside_the_next_fenced_write() -> None:
     armed = False
-    token_of = agent.fencing._token_of
+    token_of = agent.store.fencing._token_of
 
     def stopping_token_of(scope: Any) -> Any:
         token = token_of(scope)
@@ -66,7 +66,7 @@ def _stop_inside_the_next_fenced_write() -> None:
         nonlocal armed
         armed = True
 
-    agent.fencing._token_of = stopping_token_of
+    agent.store.fencing._token_of = stopping_token_of
     _pause_after_first_update(arm)
 
 

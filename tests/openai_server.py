@@ -2,7 +2,7 @@
 
 It speaks ``POST /v1/chat/completions`` (plain JSON, or server-sent events when the request
 says ``"stream": true``) and decides every answer with the project's own scenario logic
-(``agent.scenarios.scenario_model``), so a run through ``langchain-openai`` and
+(``agent.models.scenarios.scenario_model``), so a run through ``langchain-openai`` and
 ``OPENAI_BASE_URL`` behaves exactly like a ``scripted:<scenario>`` run, over real HTTP. The
 metadata the agent gives each call does not travel over the wire, so the server recovers it
 (the role, a step's id and revision) from the prompt files themselves: it keeps working
@@ -39,7 +39,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agent.scenarios import scenario_model
+from agent.models.scenarios import scenario_model
 from tests.wire_server import call_metadata, role_of
 
 __all__ = ["FakeOpenAI", "call_metadata", "error_body", "role_of", "serve", "to_langchain"]

@@ -21,9 +21,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, StructuredTool, tool
 
 from agent import ScriptedChatModel, build_graph, open_checkpointer
-from agent.journal import declare_tool
-from agent.models import tool_call
-from agent.runner import run
+from agent.models.factory import tool_call
+from agent.runs.runner import run
+from agent.store.journal import declare_tool
 from tests.fakes import END, ctx, step
 
 REPORT = "out/report.md"

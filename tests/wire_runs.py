@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.types import RetryPolicy
 
 from agent.errors import is_transient
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests.fakes import sqlite_graph
 from tests.wire_server import call_metadata, role_of
 

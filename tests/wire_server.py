@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from agent.controller.subagents import BUILTIN_ROLES
+from agent.models.scenarios import scenario_model
 from agent.prompts import load_prompt
-from agent.scenarios import scenario_model
-from agent.subagents import BUILTIN_ROLES
 from tests.fakes import prompt_values
 
 DROP = "drop"
@@ -49,7 +49,7 @@ def role_of(messages: list[BaseMessage]) -> str:
 
 
 def call_metadata(role: str, messages: list[BaseMessage]) -> dict[str, Any]:
-    """The metadata the agent gave the call (``agent.models.Metered``), recovered from the
+    """The metadata the agent gave the call (``agent.models.factory.Metered``), recovered from the
     values filled into its first human message."""
     human = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
     metadata: dict[str, Any] = {"role": role}

@@ -25,7 +25,7 @@ from agent.checks.report import CheckReport, make_report, tidy_report
 from agent.errors import ErrorClass, classify
 
 if TYPE_CHECKING:
-    from agent.critic import ChatModelLike
+    from agent.checks.critique import ChatModelLike
 
 __all__ = [
     "CheckFn",
@@ -57,7 +57,7 @@ class CheckScope:
     plan before it does: what the user declared and the files the step will hold."""
 
     databases: frozenset[str] = frozenset()
-    """Names of the databases the user declared (``agent.databases``)."""
+    """Names of the databases the user declared (``agent.checks.databases``)."""
     files: frozenset[str] = frozenset()
     """VFS paths the step's check will see besides its artifact: its dependencies' outputs."""
     thread_files: frozenset[str] = frozenset()

@@ -24,7 +24,7 @@ def _check_rubric(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
     judge, task = current_judge()
     if judge is None:
         return make_report("rubric", False, 0.0, "no judge model configured for rubric check")
-    from agent.critic import rubric_report  # lazy: the critic pulls in the model stack
+    from agent.checks.critique import rubric_report  # lazy: the critic pulls in the model stack
 
     report = rubric_report(
         judge, task=task, path=path, content=files[path], criteria=list(spec["criteria"])

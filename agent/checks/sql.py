@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from agent.checks.databases import SQLITE_HEADER, absolute, database_problem, is_database_name
 from agent.checks.registry import CheckScope, current_databases, register_check
 from agent.checks.report import CheckReport, make_report, short
-from agent.databases import SQLITE_HEADER, absolute, database_problem, is_database_name
 from agent.sandbox import Job, program, run_jobs
-from agent.vfs import PathError, validate_path
+from agent.vfs.entries import PathError, validate_path
 
 SQL_TIME_LIMIT_S = 2.0
 SQL_MAX_ROWS = 10_000

@@ -1,7 +1,7 @@
 """Does reflection help? Run a dataset with reflection off and on, or plant known errors.
 
 ``deepreflect eval`` and :func:`evaluate` run one of two measurements over a dataset
-(``agent.datasets``) and return the report as plain data; :func:`print_report` prints it.
+(``agent.eval.datasets``) and return the report as plain data; :func:`print_report` prints it.
 
 - ``reflection``: each task through the revise loop, first draft (off) against the revised
   one (on), and the model critic's precision and recall.

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agent.critic import ChatModelLike, Critique, Issue, blocking, ground, run_critic
-from agent.datasets import Task
+from agent.checks.critique import ChatModelLike, Critique, Issue, blocking, ground, run_critic
 from agent.errors import classify, describe
-from agent.models import merge_usage
+from agent.eval.datasets import Task
+from agent.models.factory import merge_usage
 
 Progress = Callable[[int, int], None]
 """Called with (tasks done, tasks in all) after each task."""

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from agent.datasets import Task
+from agent.eval.datasets import Task
 
 __all__ = ["OPERATORS", "Mutant", "mutants"]
 

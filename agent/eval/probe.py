@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent.datasets import Task
+from agent.eval.datasets import Task
 from agent.eval.probe_program import MARK
 from agent.sandbox import run_python
 

@@ -45,13 +45,13 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
-from agent.controller import LoopConfig, LoopResult, revise_loop
-from agent.critic import critique_from_check, merge
-from agent.datasets import Task
+from agent.checks.critique import critique_from_check, merge
+from agent.controller.revise import LoopConfig, LoopResult, revise_loop
+from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
-from agent.models import JUDGE, Metered, merge_usage, total_tokens
+from agent.eval.datasets import Task
+from agent.models.factory import JUDGE, Metered, merge_usage, total_tokens
 from agent.prompts import load_prompt
-from agent.worker import StepWorker
 
 Evidence = Literal["check", "visible"]
 DEFAULT_ROUNDS = 2

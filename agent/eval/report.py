@@ -1,7 +1,7 @@
 """The readable report: an evaluation's tables and totals on the terminal.
 
 Task ids, dataset and model names, mutant source and witnesses are data, not markup: every
-piece goes out through :func:`agent.progress.line`, so ``[/bold]`` in a task id is printed as
+piece goes out through :func:`agent.runs.progress.line`, so ``[/bold]`` in a task id is printed as
 written and cannot break the report.
 """
 
@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.progress import line
+from agent.runs.progress import line
 
 _CHANGE_STYLE = {"fix": "green", "regression": "red", "right": "", "wrong": "dim"}
 _NOT_CAUGHT_SHOWN = 30

@@ -25,11 +25,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
-from agent.datasets import Task
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, summed_usage
+from agent.eval.datasets import Task
 from agent.eval.mutations import OPERATORS, Mutant, mutants
 from agent.eval.probe import probe
-from agent.models import JUDGE, Metered, total_tokens
+from agent.models.factory import JUDGE, Metered, total_tokens
 
 SEEDED_TIMEOUT_S = 3.0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 
-from agent.search import local_search_tool
+from agent.tools.search import local_search_tool
 
 
 def main(corpus_path: str, log_path: str | None = None) -> None:

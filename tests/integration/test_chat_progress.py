@@ -8,8 +8,8 @@ import pytest
 
 from agent import Context, resume, run
 from agent.events import MAX_PROGRESS_CHARS, MAX_PROGRESS_MESSAGES, is_progress
-from agent.progress import history
-from agent.runner import thread_config
+from agent.runs.progress import history
+from agent.runs.runner import thread_config
 from tests.fakes import END, chain, models, sqlite_graph
 
 

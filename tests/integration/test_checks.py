@@ -541,9 +541,10 @@ def test_sql_check_fails_for_a_declared_database_gone_since(tmp_path):
 
 @pytest.fixture
 def fake_critic(monkeypatch):
-    """Stand in for agent.critic: records the call, finds a blocking issue unless told not to."""
+    """Stand in for agent.checks.critique: records the call, finds a blocking issue
+    unless told not to."""
     calls: list[dict] = []
-    module = types.ModuleType("agent.critic")
+    module = types.ModuleType("agent.checks.critique")
 
     def rubric_report(judge, *, task, path, content, criteria):
         calls.append({"judge": judge, "task": task, "path": path, "content": content})
@@ -553,7 +554,7 @@ def fake_critic(monkeypatch):
         return {"kind": "rubric", "passed": not blocking, "score": 0.4, "evidence": evidence}
 
     module.rubric_report = rubric_report
-    monkeypatch.setitem(sys.modules, "agent.critic", module)
+    monkeypatch.setitem(sys.modules, "agent.checks.critique", module)
     return calls
 
 

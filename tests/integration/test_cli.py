@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.scenarios import SCENARIO_GOALS
+from agent.models.scenarios import SCENARIO_GOALS
 from tests.fakes import ROOT, cli
 
 SAMPLE = Path(ROOT) / "datasets" / "sample.jsonl"
@@ -164,7 +164,7 @@ def test_help_loads_neither_langgraph_nor_langchain():
 
 def _stored_context(db, thread_id: str) -> dict:
     from agent import open_checkpointer
-    from agent.threads import thread_values
+    from agent.store.threads import thread_values
 
     with open_checkpointer(str(db), write=False) as saver:
         return thread_values(saver, thread_id)["context"]

@@ -23,9 +23,9 @@ import pytest
 from rich.console import Console
 
 from agent.cli import main
-from agent.pg_url import pg_conninfo, redact, scrub, split_pg_url
-from agent.progress import Progress, print_result
-from agent.result import build_result
+from agent.graph.result import build_result
+from agent.runs.progress import Progress, print_result
+from agent.store.pg_url import pg_conninfo, redact, scrub, split_pg_url
 from tests.fakes import ROOT
 
 pytest_plugins = ["tests.postgres"]

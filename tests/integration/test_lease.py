@@ -24,7 +24,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 import agent
 from agent import build_graph, open_checkpointer, resume, run
 from agent.errors import ErrorClass
-from agent.lease import (
+from agent.runs.runner import NotAwaitingAnswer, answer_refusal, thread_config
+from agent.store.lease import (
     EPOCH_TABLE,
     HOST,
     TABLE,
@@ -38,7 +39,6 @@ from agent.lease import (
     holder_is_live,
     pid_alive,
 )
-from agent.runner import NotAwaitingAnswer, answer_refusal, thread_config
 from tests.fakes import END, ROOT, cli, ctx, models, sqlite_graph, step
 
 pytest_plugins = ["tests.postgres"]
@@ -92,7 +92,7 @@ def test_the_advisory_key_is_a_stable_signed_64_bit_number_per_thread():
     assert all(-(2**63) <= key < 2**63 for key in keys)
     assert advisory_key("t1") == advisory_key("t1")
     # fixed by the thread id alone (no per-process hash seed), so every process agrees
-    code = "from agent.lease import advisory_key; print(advisory_key('t1'))"
+    code = "from agent.store.lease import advisory_key; print(advisory_key('t1'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert int(other.stdout) == advisory_key("t1"), other.stderr
 
@@ -613,7 +613,7 @@ def test_a_run_whose_lease_is_taken_mid_run_stops_with_lease_lost_and_adds_nothi
     import asyncio
 
     from agent import aresume, arun
-    from agent.checkpointers import open_async_checkpointer
+    from agent.store.checkpointers import open_async_checkpointer
 
     db = str(tmp_path / "threads.sqlite")
     taken: list[list[str]] = []

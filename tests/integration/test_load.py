@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 
-from agent.runner import open_checkpointer
+from agent.runs.runner import open_checkpointer
 
 pytest_plugins = ["tests.postgres"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -18,9 +18,9 @@ from langchain_core.messages import ToolMessage
 
 from agent import build_graph, run
 from agent.errors import ConfigError
-from agent.mcp import atools_from_config, read_config, tools_from_config
-from agent.models import tool_call
-from agent.runner import thread_config
+from agent.models.factory import tool_call
+from agent.runs.runner import thread_config
+from agent.tools.mcp import atools_from_config, read_config, tools_from_config
 from tests.fakes import END, ROOT, ctx, models, sqlite_graph, step
 
 SERVER = str(Path(ROOT) / "tests" / "mcp_server.py")

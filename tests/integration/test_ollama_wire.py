@@ -22,10 +22,10 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 from agent import Context, build_graph, run  # noqa: E402
-from agent import providers as agent_providers  # noqa: E402
 from agent.errors import ErrorClass, classify  # noqa: E402
-from agent.models import load_model  # noqa: E402
-from agent.runner import result_of, thread_config  # noqa: E402
+from agent.models import providers as agent_providers  # noqa: E402
+from agent.models.factory import load_model  # noqa: E402
+from agent.runs.runner import result_of, thread_config  # noqa: E402
 from tests.fakes import prompt_values  # noqa: E402
 from tests.ollama_server import (  # noqa: E402
     DROP,

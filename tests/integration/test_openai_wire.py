@@ -14,10 +14,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
 from agent import Context, resume, run
-from agent import providers as agent_providers
 from agent.errors import is_transient
+from agent.models import providers as agent_providers
 from agent.prompts import render
-from agent.runner import result_of, thread_config
+from agent.runs.runner import result_of, thread_config
 from tests.fakes import prompt_values, sqlite_graph
 from tests.openai_server import role_of, serve, to_langchain
 from tests.wire_runs import FAST_RETRY, HAPPY_REQUESTS, decisions, sqlite_wire_graph  # noqa: F401

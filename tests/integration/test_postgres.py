@@ -20,7 +20,7 @@ from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
 
 from agent import Context, build_graph, open_checkpointer, run  # noqa: E402
 from agent.cli import main  # noqa: E402
-from agent.runner import thread_config  # noqa: E402
+from agent.runs.runner import thread_config  # noqa: E402
 
 pytest_plugins = ["tests.postgres"]
 
@@ -71,7 +71,7 @@ def test_an_unreachable_server_is_a_usage_error_without_the_password(capsys, mon
 
 @pytest.mark.parametrize("mode", ["after_call", "in_call"])
 def test_a_side_effect_is_journaled_in_postgres_across_a_crash(postgres_url, tmp_path, mode):
-    """The tool journal lives in the server too (agent.journal.PostgresJournal): killed after
+    """The tool journal lives in the server too (agent.store.journal.PostgresJournal): killed after
     the call, the resume reuses its result; killed inside it, the resume asks, with the key."""
     from agent import resume
     from tests.integration.test_side_effects import crash
@@ -95,7 +95,7 @@ def test_a_side_effect_is_journaled_in_postgres_across_a_crash(postgres_url, tmp
 
 
 def test_postgres_lease_tokens_grow_with_every_acquisition_across_savers(postgres_url):
-    from agent.lease import hold
+    from agent.store.lease import hold
     from tests.postgres import fresh_database
 
     url = fresh_database(postgres_url)

@@ -19,11 +19,11 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import Context, ScriptedChatModel, build_graph, prompts, resume, run
-from agent import providers as agent_providers
 from agent.cli import main
-from agent.models import tool_call
-from agent.runner import thread_config
-from agent.scenarios import SCENARIO_GOALS
+from agent.models import providers as agent_providers
+from agent.models.factory import tool_call
+from agent.models.scenarios import SCENARIO_GOALS
+from agent.runs.runner import thread_config
 from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 from tests.openai_server import serve
 

@@ -19,13 +19,13 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import ScriptedChatModel, build_graph, run
-from agent import reflection as rules
+from agent.checks.critique import blocking, ground, parse_critique
 from agent.context import DEPTH_CAP_BY_WORKLOAD, Context
-from agent.controller import LoopConfig, revise_loop
-from agent.critic import blocking, ground, parse_critique
-from agent.models import tool_call
-from agent.plan import parse_plan, pending_steps, ready_steps
-from agent.vfs import validate_path
+from agent.controller.revise import LoopConfig, revise_loop
+from agent.models.factory import tool_call
+from agent.plan.steps import parse_plan, pending_steps, ready_steps
+from agent.reflection import rules
+from agent.vfs.entries import validate_path
 
 PROPS = settings(
     deadline=None,

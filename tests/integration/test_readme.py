@@ -560,7 +560,7 @@ def run_fragment() -> None:
 
     import agent
     from agent import Context, build_graph, run
-    from agent.runner import thread_config
+    from agent.runs.runner import thread_config
 
     spec = json.loads(sys.argv[1])
     saver = SqliteSaver(sqlite3.connect("fragment.sqlite", check_same_thread=False))

@@ -27,7 +27,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import agent
 from agent import Context, ScriptedChatModel
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests.fakes import END, writer
 from tests.real_model import RealModel, local_model, point_openai_at, session_server
 

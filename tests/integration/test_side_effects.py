@@ -17,8 +17,8 @@ from langgraph.types import RetryPolicy
 
 from agent import build_graph, resume, run
 from agent.errors import is_transient
-from agent.models import tool_call
-from agent.runner import thread_config
+from agent.models.factory import tool_call
+from agent.runs.runner import thread_config
 from tests.fakes import ctx, step
 from tests.side_effects import (
     REPORT,
@@ -109,7 +109,7 @@ def test_an_identical_call_made_twice_in_one_draft_runs_twice(tmp_path):
 def test_read_only_tools_run_every_time(tmp_path):
     from langchain_core.tools import tool
 
-    from agent.journal import declare_tool
+    from agent.store.journal import declare_tool
 
     reads = []
 
@@ -517,7 +517,7 @@ def test_hostile_arguments_to_a_journaled_tool_are_refused_and_nothing_is_sent(t
     outbox = Outbox(tmp_path / "outbox")
     deep: dict = {}
     node = deep
-    for _ in range(300):  # deeper than any tool takes (agent.tools.MAX_ARG_DEPTH)
+    for _ in range(300):  # deeper than any tool takes (agent.tools.filesystem.MAX_ARG_DEPTH)
         node["x"] = {}
         node = node["x"]
     seen = []

@@ -24,7 +24,7 @@ from agent import Context, build_graph, run, sandbox
 from agent.checks import run_check
 from agent.checks import sql as sql_kind
 from agent.errors import ConfigError
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests.fakes import END, ROOT, cli, ctx, models, sqlite_graph, step, writer
 
 SECRET = "TOP-SECRET-goal-4711"

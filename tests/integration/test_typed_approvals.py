@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from agent.runner import thread_config
+from agent.runs.runner import thread_config
 from tests.fakes import ctx
 from tests.integration.test_side_effects import approval_run, values
 from tests.side_effects import Outbox

@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import UserFileError, arun, build_graph, run
-from agent.export import MANIFEST, export_files
-from agent.models import tool_call
-from agent.runner import thread_config
+from agent.models.factory import tool_call
+from agent.runs.export import MANIFEST, export_files
+from agent.runs.runner import thread_config
 from tests.fakes import END, cli, ctx, models, sqlite_graph, step
 
 CSV = "city,people\nOslo,700000\nBergen,290000\n"

@@ -11,9 +11,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, tool
 
 from agent import run
-from agent.models import tool_call
-from agent.runner import thread_config
-from agent.vfs import Workspace
+from agent.models.factory import tool_call
+from agent.runs.runner import thread_config
+from agent.vfs.entries import Workspace
 from tests.fakes import END, ctx, models, sqlite_graph, step
 
 REPORT = "out/report.md"

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from agent.answers import (
+from agent.errors import ConfigError
+from agent.reflection.answers import (
     ESCALATION_ACTION,
     Answer,
     choices,
@@ -15,7 +16,6 @@ from agent.answers import (
     review_request,
     typed_choice,
 )
-from agent.errors import ConfigError
 
 
 def test_suggested_responses_become_labelled_choices_with_resume_values():

@@ -1,10 +1,11 @@
-"""agent.approvals: the config, the approval's identity, and reading decisions."""
+"""agent.tools.approvals: the config, the approval's identity, and reading decisions."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent.approvals import (
+from agent.errors import ConfigError
+from agent.tools.approvals import (
     approval_id,
     approval_payload,
     decided,
@@ -13,7 +14,6 @@ from agent.approvals import (
     pending_requests,
     read_decisions,
 )
-from agent.errors import ConfigError
 
 STEP = {"step_id": "S1", "action": "coder", "instructions": "Send it.", "expected_output": "a.md"}
 

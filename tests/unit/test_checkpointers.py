@@ -14,10 +14,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from agent import Context, build_graph, open_checkpointer, run
-from agent.checkpointers import NoThreads, open_async_checkpointer, thread_spans
 from agent.errors import ConfigError
-from agent.runner import thread_config
-from agent.threads import (
+from agent.runs.runner import thread_config
+from agent.store.checkpointers import NoThreads, open_async_checkpointer, thread_spans
+from agent.store.threads import (
     DELTA_KEYS,
     checkpoint_time,
     parse_duration,
@@ -258,7 +258,7 @@ def test_an_unreachable_async_postgres_is_a_usage_error_without_the_password():
 
 
 def test_a_database_opened_for_writing_keeps_its_wal_small(tmp_path):
-    from agent.checkpointers import open_checkpointer
+    from agent.store.checkpointers import open_checkpointer
 
     with open_checkpointer(str(tmp_path / "t.sqlite")) as saver:
         pragma = saver.conn.execute
@@ -277,7 +277,7 @@ def _leased_saver(path: Path) -> Any:
 
 
 def test_every_lease_acquisition_gets_a_larger_token_than_any_before_it(tmp_path):
-    from agent.lease import hold
+    from agent.store.lease import hold
 
     saver = _leased_saver(tmp_path / "threads.sqlite")
     tokens = []
@@ -287,7 +287,7 @@ def test_every_lease_acquisition_gets_a_larger_token_than_any_before_it(tmp_path
     assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
     # another saver on the same file, and the lease row deleted with the thread: still larger
     with open_checkpointer(str(tmp_path / "threads.sqlite")) as other:
-        from agent.threads import delete_thread
+        from agent.store.threads import delete_thread
 
         delete_thread(other, "t")
         with hold(other, "t") as lease:
@@ -295,7 +295,7 @@ def test_every_lease_acquisition_gets_a_larger_token_than_any_before_it(tmp_path
 
 
 def test_a_lease_table_from_before_tokens_is_migrated(tmp_path):
-    from agent.lease import TABLE, hold
+    from agent.store.lease import TABLE, hold
 
     path = tmp_path / "threads.sqlite"
     with sqlite3.connect(str(path)) as conn:
@@ -312,7 +312,7 @@ def test_a_lease_table_from_before_tokens_is_migrated(tmp_path):
 
 @pytest.mark.parametrize("text", ["abc", "0", "-1", "nan", "1e9"])
 def test_a_bad_lease_ttl_is_a_clear_error(monkeypatch, text):
-    from agent.lease import TTL_ENV, lease_ttl_s
+    from agent.store.lease import TTL_ENV, lease_ttl_s
 
     monkeypatch.setenv(TTL_ENV, text)
     with pytest.raises(ConfigError, match=f"{TTL_ENV} wants a number of seconds"):
@@ -320,7 +320,7 @@ def test_a_bad_lease_ttl_is_a_clear_error(monkeypatch, text):
 
 
 def test_the_lease_ttl_comes_from_the_environment_else_30_seconds(monkeypatch):
-    from agent.lease import DEFAULT_TTL_S, TTL_ENV, lease_ttl_s
+    from agent.store.lease import DEFAULT_TTL_S, TTL_ENV, lease_ttl_s
 
     monkeypatch.delenv(TTL_ENV, raising=False)
     assert lease_ttl_s() == DEFAULT_TTL_S == 30.0
@@ -332,8 +332,8 @@ def test_a_saver_of_a_leased_thread_is_fenced_in_place_and_others_are_left_alone
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agent.fencing import FencedSqliteSaver
-    from agent.lease import hold
+    from agent.store.fencing import FencedSqliteSaver
+    from agent.store.lease import hold
 
     class Mine(SqliteSaver):
         pass

@@ -7,11 +7,11 @@ import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
-from agent.context_window import ContextWindowExceeded, trim_note, trim_tool_results
-from agent.controller import LoopConfig
+from agent.controller.context_window import ContextWindowExceeded, trim_note, trim_tool_results
+from agent.controller.revise import LoopConfig
+from agent.controller.worker import StepWorker
 from agent.errors import AgentError, ErrorClass, classify, is_context_overflow, timed_out
-from agent.models import Metered, ScriptedChatModel, tool_call
-from agent.worker import StepWorker
+from agent.models.factory import Metered, ScriptedChatModel, tool_call
 
 LLAMA_CPP = "the request exceeds the available context size, try increasing it"
 STEP = {

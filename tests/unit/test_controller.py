@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from langchain_openai.chat_models.base import OpenAIConnectionError
 from langgraph.errors import GraphInterrupt
 
-from agent.controller import Feedback, LoopConfig, LoopResult, revise_loop
-from agent.critic import Critique, Issue
+from agent.checks.critique import Critique, Issue
+from agent.controller.revise import Feedback, LoopConfig, LoopResult, revise_loop
 
 FAILED = {"kind": "python", "passed": False, "score": 0.0, "evidence": "AssertionError"}
 MALFORMED = "Looks fine to me!"  # not JSON: a malformed critique

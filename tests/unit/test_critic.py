@@ -12,8 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agent.controller import LoopConfig, revise_loop
-from agent.critic import (
+from agent.checks.critique import (
     RUBRIC_ONLY_EVIDENCE,
     Critique,
     Issue,
@@ -27,6 +26,7 @@ from agent.critic import (
     rubric_report,
     run_critic,
 )
+from agent.controller.revise import LoopConfig, revise_loop
 
 
 class RecordingChatModel(BaseChatModel):

@@ -10,15 +10,15 @@ import pytest
 
 from agent import Context
 from agent.checks import CheckScope, validate_check_spec
-from agent.databases import (
+from agent.checks.databases import (
     DatabaseError,
     declare_databases,
     format_databases,
     is_database_name,
     parse_databases,
 )
-from agent.plan import parse_plan
-from agent.planning import describe_databases
+from agent.plan.planner import describe_databases
+from agent.plan.steps import parse_plan
 from agent.prompts import render
 
 ACTIONS = {"writer", "coder"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.graph import with_default_tools
+from agent.graph.build import with_default_tools
 
 
 def test_without_a_search_key_only_the_users_tools_are_given(monkeypatch):

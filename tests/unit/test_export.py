@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from agent.export import MANIFEST, ExportError, export_files
-from agent.vfs import file_entry
+from agent.runs.export import MANIFEST, ExportError, export_files
+from agent.vfs.entries import file_entry
 
 
 def files(**contents: tuple[str, str]) -> dict:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.final import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
-from agent.vfs import file_entry as _entry
+from agent.graph.final import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
+from agent.vfs.entries import file_entry as _entry
 from tests.fakes import step
 
 

@@ -29,7 +29,9 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:  # `from agent import reflection` imports agent.reflection
+            for (
+                alias
+            ) in node.names:  # `from agent import reflection` imports agent.reflection.rules
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
     return {m for m in found if m in modules and m != name}
 
@@ -55,9 +57,11 @@ def cycle_through(start: str, graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_import_graph_sees_the_imports_it_should():
     graph = import_graph()
-    assert {"agent.scenarios", "agent.scripted"} <= graph["agent.models"]
-    assert "agent.scripted" in graph["agent.scenarios"]
-    assert "agent.reflection" in graph["agent.nodes"]  # `from agent import reflection as ...`
+    assert {"agent.models.scenarios", "agent.models.scripted"} <= graph["agent.models.factory"]
+    assert "agent.models.scripted" in graph["agent.models.scenarios"]
+    assert (
+        "agent.reflection.rules" in graph["agent.graph.nodes"]
+    )  # `from agent import reflection as ...`
 
 
 def test_no_module_in_agent_imports_one_that_imports_it_back():
@@ -67,4 +71,4 @@ def test_no_module_in_agent_imports_one_that_imports_it_back():
 
 
 def test_the_scripted_model_imports_nothing_from_agent():
-    assert import_graph()["agent.scripted"] == set()
+    assert import_graph()["agent.models.scripted"] == set()

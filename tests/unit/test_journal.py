@@ -1,4 +1,4 @@
-"""agent.journal: tool policies, keys and the stores."""
+"""agent.store.journal: tool policies, keys and the stores."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from langchain_core.tools import InjectedToolArg, tool
 
-from agent.approvals import approval_id
-from agent.journal import (
+from agent.controller.worker import defect_signature
+from agent.store.journal import (
     MemoryJournal,
     SqliteJournal,
     ToolPolicy,
@@ -23,8 +23,8 @@ from agent.journal import (
     key_material,
     policy_of,
 )
-from agent.tool_calls import takes_idempotency_key
-from agent.worker import defect_signature
+from agent.tools.approvals import approval_id
+from agent.tools.execute import takes_idempotency_key
 
 
 @tool
@@ -42,8 +42,8 @@ def keyed(to: str, idempotency_key: Annotated[str, InjectedToolArg]) -> str:
 def test_undeclared_tools_are_side_effects_and_the_filesystem_tools_are_local():
     assert policy_of(send) == ToolPolicy()
     assert policy_of(send).journaled
-    from agent.tools import vfs_tools
-    from agent.vfs import Workspace
+    from agent.tools.filesystem import vfs_tools
+    from agent.vfs.entries import Workspace
 
     assert all(not policy_of(t).journaled for t in vfs_tools(Workspace({}, writable=["a"])))
 
@@ -126,7 +126,7 @@ def test_journal_for_finds_the_sqlite_file_else_the_store_else_memory(tmp_path):
 
 
 def test_the_built_in_search_tools_are_read_only():
-    from agent.search import local_search_tool
+    from agent.tools.search import local_search_tool
 
     assert policy_of(local_search_tool({"https://a.example/x": "text"})).read_only
 
@@ -176,8 +176,8 @@ def test_a_crafted_evidence_line_cannot_pass_for_two_defects():
 def test_a_leased_threads_journal_entry_is_fenced_by_the_lease_token(tmp_path):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agent.lease import TABLE as LEASES
-    from agent.lease import LeaseLost, hold
+    from agent.store.lease import TABLE as LEASES
+    from agent.store.lease import LeaseLost, hold
 
     path = str(tmp_path / "threads.sqlite")
     journal = SqliteJournal(path)

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from agent import Context
 from agent.errors import ConfigError
-from agent.models import (
+from agent.models.factory import (
     NOSTREAM_TAGS,
     Metered,
     ScriptedChatModel,
@@ -21,7 +21,7 @@ from agent.models import (
     merge_usage,
     tool_call,
 )
-from agent.scripted import prompt_json
+from agent.models.scripted import prompt_json
 
 
 class Answer(BaseModel):
@@ -227,7 +227,7 @@ def test_json_written_in_the_reply_text_instead_of_a_tool_call_is_the_answer():
 
 
 def test_auto_moves_past_a_server_that_refuses_tools_and_then_asks_by_text_first():
-    from agent.models import STRUCTURED_METHODS, model_key
+    from agent.models.factory import STRUCTURED_METHODS, model_key
 
     model = _TextOnly(reply='{"decision": "end"}', refuse_tools=True, calls=[])
     STRUCTURED_METHODS.forget(model_key(model))

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import plain_model  # noqa: E402
 import real_eval  # noqa: E402
 
-from agent.datasets import humaneval_task  # noqa: E402
+from agent.eval.datasets import humaneval_task  # noqa: E402
 
 PROBLEM = {
     "task_id": "Toy/0",

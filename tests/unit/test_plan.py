@@ -1,7 +1,7 @@
 import pytest
 
-from agent.plan import merge_replan, parse_plan, plan_actual_diff, ready_steps
-from agent.vfs import file_entry
+from agent.plan.steps import merge_replan, parse_plan, plan_actual_diff, ready_steps
+from agent.vfs.entries import file_entry
 from tests.fakes import chain, step
 
 ACTIONS = {"writer", "coder", "researcher", "critic"}
@@ -89,7 +89,7 @@ def test_replan_keeps_done_unaffected_steps_and_reruns_affected_ones():
 
 
 def test_the_planners_schema_lists_the_registered_actions_under_the_same_name():
-    from agent.plan import plan_draft_for
+    from agent.plan.steps import plan_draft_for
 
     draft = plan_draft_for(("coder", "writer"))
     schema = draft.model_json_schema()
@@ -99,7 +99,7 @@ def test_the_planners_schema_lists_the_registered_actions_under_the_same_name():
 
 
 def test_an_action_outside_the_schema_is_still_refused_with_advice():
-    from agent.plan import plan_draft_for
+    from agent.plan.steps import plan_draft_for
 
     draft = plan_draft_for(("coder",)).model_validate(
         {

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from agent.checks import describe_kinds
-from agent.models import Metered, ScriptedChatModel
-from agent.plan import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, merge_same_outputs, parse_plan
-from agent.planning import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
-from agent.subagents import build_registry
-from agent.vfs import file_entry
+from agent.controller.subagents import build_registry
+from agent.models.factory import Metered, ScriptedChatModel
+from agent.plan.planner import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
+from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, merge_same_outputs, parse_plan
+from agent.vfs.entries import file_entry
 from tests.fakes import step
 
 ACTIONS = {"writer", "coder", "researcher", "critic"}

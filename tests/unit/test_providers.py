@@ -12,10 +12,10 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from agent import providers
 from agent.errors import ConfigError, ErrorClass
-from agent.models import ScriptedChatModel, load_model
-from agent.providers import (
+from agent.models import providers
+from agent.models.factory import ScriptedChatModel, load_model
+from agent.models.providers import (
     DEFAULT_TIMEOUT_S,
     constrained_decoding,
     provider_model,
@@ -266,8 +266,8 @@ def test_structured_methods_of_the_real_provider_classes(monkeypatch):
 
 def test_the_contexts_request_timeout_reaches_the_client(monkeypatch):
     from agent import Context
-    from agent.roles import Roles
-    from agent.subagents import build_registry
+    from agent.controller.subagents import build_registry
+    from agent.graph.roles import Roles
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     roles = Roles(build_registry())

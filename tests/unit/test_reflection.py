@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from agent.budget import budget_left
 from agent.context import Context
-from agent.reflection import (
+from agent.reflection.budget import budget_left
+from agent.reflection.rules import (
     Decision,
     Situation,
     decide_by_rule,
@@ -15,7 +15,7 @@ from agent.reflection import (
     situation_from_state,
     validate_decision,
 )
-from agent.vfs import file_entry
+from agent.vfs.entries import file_entry
 from tests.fakes import step
 
 

@@ -11,9 +11,9 @@ import json
 import pytest
 from langchain_core.tools import BaseTool
 
-from agent import search
 from agent.checks.citations import cited_urls
 from agent.errors import ConfigError
+from agent.tools import search
 
 CORPUS = {
     "https://a.com/mercury": "Mercury is the closest planet to the Sun.",

@@ -1,4 +1,4 @@
-"""agent.structured: JSON read out of reply text, schema validation for a retry prompt, and
+"""agent.models.structured: JSON read out of reply text, schema validation for a retry prompt, and
 the per-model memory of which structured-output method works. No model is called.
 
 Literals marked RECORDED are raw replies (the ``content`` field, verbatim) of
@@ -14,9 +14,7 @@ import threading
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.plan import PlanDraft
-from agent.reflection import ReflectionAnswer
-from agent.structured import (
+from agent.models.structured import (
     FUNCTION_CALLING,
     JSON_SCHEMA,
     TEXT,
@@ -26,6 +24,8 @@ from agent.structured import (
     parse_structured,
     refusal_of,
 )
+from agent.plan.steps import PlanDraft
+from agent.reflection.rules import ReflectionAnswer
 
 # RECORDED: the planner's request with tools and tool_choice {"type": "function", ...}: no
 # tool call; the plan in a fenced block between prose, the reply cut at max_tokens.

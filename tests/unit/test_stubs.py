@@ -1,8 +1,8 @@
-"""agent.stubs: a draft that handed the prompt back (a function with only its docstring)."""
+"""agent.controller.stubs: a draft that handed the prompt back (only a docstring)."""
 
 from __future__ import annotations
 
-from agent.stubs import unimplemented_functions
+from agent.controller.stubs import unimplemented_functions
 
 STUB = 'def add(a, b):\n    """Return a + b."""\n'
 

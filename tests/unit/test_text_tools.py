@@ -1,4 +1,4 @@
-"""agent.text_tools: tool calls written as text by small models. No model is called.
+"""agent.tools.text_calls: tool calls written as text by small models. No model is called.
 
 Literals marked RECORDED are raw replies (the ``content`` field, verbatim) of
 Qwen2.5-Coder-0.5B-Instruct Q4_K_M on llama.cpp's server (xllamacpp 2026.10.11549) to
@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from agent.text_tools import has_text_tool_call, tool_calls_from_text
+from agent.tools.text_calls import has_text_tool_call, tool_calls_from_text
 
 TOOLS = ("ls", "read_file", "write_file", "edit_file")
 
@@ -262,7 +262,7 @@ FENCED_REPLY = (
 
 
 def test_the_one_fence_of_the_files_language_is_the_file():
-    from agent.text_tools import fenced_file
+    from agent.tools.text_calls import fenced_file
 
     content = fenced_file(FENCED_REPLY, "solution.py")
     assert content is not None and content.startswith("from typing import List\n")
@@ -280,6 +280,6 @@ def test_the_one_fence_of_the_files_language_is_the_file():
     ],
 )
 def test_no_fence_or_an_ambiguous_one_is_no_file(reply):
-    from agent.text_tools import fenced_file
+    from agent.tools.text_calls import fenced_file
 
     assert fenced_file(reply, "solution.py") is None

@@ -1,8 +1,8 @@
-"""agent.tool_calling: when a subagent's tools are bound as schemas."""
+"""agent.tools.binding: when a subagent's tools are bound as schemas."""
 
 from __future__ import annotations
 
-from agent.tool_calling import ToolCalling
+from agent.tools.binding import ToolCalling
 
 
 def test_native_and_text_modes_are_what_they_say():

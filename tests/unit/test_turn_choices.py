@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from agent.answers import choices
-from agent.approvals import approval_payload
-from agent.turn import take_in
+from agent.graph.turn import take_in
+from agent.reflection.answers import choices
+from agent.tools.approvals import approval_payload
 from tests.fakes import ctx
 
 PLAN = {"version": 1, "steps": [{"step_id": "S1"}]}

@@ -1,5 +1,5 @@
 """The user's files at the boundary: reading them from disk, checking what callers send, and
-taking a graph input's raw values into the thread (agent.user_files)."""
+taking a graph input's raw values into the thread (agent.vfs.user_files)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.plan import parse_plan
-from agent.user_files import (
+from agent.plan.steps import parse_plan
+from agent.vfs.entries import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
+from agent.vfs.user_files import (
     MAX_SCANNED,
     MAX_USER_BYTES,
     MAX_USER_FILES,
@@ -22,7 +23,6 @@ from agent.user_files import (
     taken_in,
     user_paths,
 )
-from agent.vfs import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
 from tests.fakes import step
 
 

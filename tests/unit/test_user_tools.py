@@ -10,9 +10,9 @@ import pytest
 from langchain_core.tools import InjectedToolArg, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from agent.controller.subagents import build_registry
 from agent.errors import ConfigError
-from agent.subagents import build_registry
-from agent.user_tools import (
+from agent.tools.custom import (
     WORKSPACE_ARG,
     as_tool,
     coerce_tools,
@@ -20,7 +20,7 @@ from agent.user_tools import (
     inject_workspace,
     output_text,
 )
-from agent.vfs import PathError, Workspace
+from agent.vfs.entries import PathError, Workspace
 
 
 def lookup_price(item: str, currency: str = "EUR") -> str:

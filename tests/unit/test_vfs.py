@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.vfs import (
+from agent.vfs.entries import (
     PathError,
     Workspace,
     file_entry,

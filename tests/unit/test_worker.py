@@ -7,12 +7,12 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from agent.controller import LoopConfig
+from agent.controller.revise import LoopConfig
+from agent.controller.worker import StepWorker, defect_signature
 from agent.errors import AgentError
-from agent.models import Metered, ScriptedChatModel, tool_call
-from agent.tools import vfs_tools
-from agent.vfs import Workspace
-from agent.worker import StepWorker, defect_signature
+from agent.models.factory import Metered, ScriptedChatModel, tool_call
+from agent.tools.filesystem import vfs_tools
+from agent.vfs.entries import Workspace
 from tests.fakes import call_tool, prompt_values
 
 STEP = {

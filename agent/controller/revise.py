@@ -1,0 +1,293 @@
+"""The revise loop inside a subagent: ordinary code, not the model, decides when to stop.
+
+Draft, gather evidence, critique, then stop or revise (seeds 002 and 003, as settled in
+docs/architecture.md). The loop keeps the best draft seen and decides only from the critique, and a
+failing callable does not lose the drafts already made (seed 002, section 8: the "crashing"
+critic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any, Literal, TypedDict
+
+from langgraph.errors import GraphBubbleUp
+
+from agent.checks.critique import Critique, Issue, blocking, feedback, ground, parse_critique
+from agent.coroutines import maybe_await, synced
+from agent.errors import describe, is_transient
+
+StopReason = Literal[
+    "pass", "stalled", "oscillating", "budget", "timeout", "critic_error", "generator_error"
+]
+CheckReport = dict[str, Any]
+
+
+class Feedback(TypedDict):
+    """What `generate` receives for a revision (it receives None for the first draft)."""
+
+    mode: Literal["patch", "rewrite"]
+    """`patch` when every blocking issue has a location: change only those places.
+    `rewrite` otherwise: the critic found a structural problem (seed 003)."""
+    draft: str
+    """The draft the issues are about, i.e. the text to patch: the latest draft, not the best."""
+    issues: list[dict[str, Any]]
+    """Grounded issues of `draft` as `Issue` dicts, blocking first, at most `feedback_cap`;
+    empty after a malformed critique (then `mode` is `rewrite`)."""
+
+
+# Each callable may be sync or a coroutine function: the loop awaits what it returns.
+Generated = tuple[str, int]
+Critiqued = tuple[Critique | Mapping[str, Any] | str | None, int]
+Generate = Callable[[str, Feedback | None], Generated | Awaitable[Generated]]
+GatherEvidence = Callable[[str], CheckReport | Awaitable[CheckReport]]
+CritiqueFn = Callable[[str, str, CheckReport], Critiqued | Awaitable[Critiqued]]
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Bounds of one revise loop.
+
+    There is no score threshold: the loop passes when no blocking issue is left
+    (docs/architecture.md).
+    Seed 002 warns that a score is a heuristic ("0.81 on a broken SQL query is still broken").
+    """
+
+    max_rounds: int = 3
+    """Revisions allowed after the first draft, so at most `max_rounds + 1` critiques."""
+    min_gain: float = 0.05
+    """Score gain a revision must make; falling short on two consecutive rounds is `stalled`."""
+    token_budget: int = 40_000
+    """Generator and critic tokens after which no new revision starts."""
+    timeout_s: float = 120.0
+    """Wall-clock seconds after which no new revision starts."""
+    feedback_cap: int = 5
+    """Most issues handed to the generator in one revision."""
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 0 or self.feedback_cap < 1:
+            msg = f"need max_rounds >= 0 and feedback_cap >= 1, got {self}"
+            raise ValueError(msg)
+        if self.token_budget <= 0 or self.timeout_s <= 0:
+            msg = f"need a positive token_budget and timeout_s, got {self}"
+            raise ValueError(msg)
+
+
+@dataclass
+class LoopResult:
+    """The best draft seen and why the loop stopped.
+
+    `best` is the draft that passed, or else the highest-scored draft, the earliest on a tie, so
+    it never scored worse than another draft (a malformed critique scores 0).
+    `rounds` counts the revisions `generate` produced after the first draft, so `0 <= rounds <=
+    max_rounds`. Critiques evaluated are `len(history)`: `rounds + 1`, except after
+    `oscillating`, where the repeated revision is not critiqued again and it is `rounds`.
+    """
+
+    best: str
+    best_score: float
+    stop_reason: StopReason
+    rounds: int
+    converged: bool = field(init=False)
+    """True only for `pass`; `budget` or `stalled` with open blocking issues is not success."""
+    issues: list[dict[str, Any]]
+    """Every open grounded issue of `best`, blocking first; empty if its critique was malformed."""
+    tokens: int
+    evidence: CheckReport | None = None
+    """The CheckReport of `best`, so the caller need not run its check again."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Per critique: round, score, blocking (issue ids), draft_hash, evidence_passed, malformed
+    (and `error` for the round whose evidence or critique raised)."""
+    error: Exception | None = None
+    """The exception that stopped the loop (`critic_error` from a raising critic or
+    evidence, `generator_error`), so the caller can classify and record it; else None."""
+
+    def __post_init__(self) -> None:
+        self.converged = self.stop_reason == "pass"
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One evaluated draft."""
+
+    draft: str
+    evidence: CheckReport
+    critique: Critique | None  # grounded; None when malformed or when the critic raised
+    error: Exception | None = None  # what gather_evidence or critique raised, if anything
+
+    @property
+    def score(self) -> float:
+        return self.critique.score if self.critique else 0.0  # malformed counts as 0
+
+    @property
+    def blockers(self) -> list[Issue]:
+        return blocking(self.critique) if self.critique else []
+
+    @property
+    def passed(self) -> bool:
+        return self.critique is not None and not self.blockers  # malformed never approves
+
+    @property
+    def draft_hash(self) -> str:
+        return _sha(self.draft)
+
+
+async def arevise_loop(
+    task: str,
+    generate: Generate,
+    gather_evidence: GatherEvidence,
+    critique: CritiqueFn,
+    config: LoopConfig = LoopConfig(),  # noqa: B008 - frozen, so sharing the default is safe
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> LoopResult:
+    """Draft, check, critique and revise until a stop rule fires; return the best draft seen.
+
+    The latest draft, not the best, is the one revised. Budget and time are checked before
+    each revision, so a revision already begun is still critiqued and may overshoot
+    `token_budget` by one generate and one critique.
+
+    When a callable raises:
+    - a transient error (`agent.errors.is_transient`: timeouts, 429, 5xx, connection errors)
+      and LangGraph's control flow (`GraphBubbleUp`, e.g. an `interrupt()`) propagate, from
+      any callable in any round, so the graph's `RetryPolicy` retries the whole step;
+    - anything raised by the first `generate` propagates: there is no draft to return;
+    - anything else raised by `gather_evidence` or `critique` stops the loop with
+      `critic_error`: the draft being critiqued counts as a malformed critique (score 0,
+      never approval) and the best draft seen is returned, with the exception in `error`;
+    - anything else raised by a revision's `generate` stops the loop with `generator_error`
+      and returns the best draft seen, with the exception in `error`.
+    """
+    started = clock()
+    draft, tokens = await maybe_await(generate(task, None))
+    rounds: list[_Round] = []
+
+    while True:
+        current, cost = await _evaluate(task, draft, gather_evidence, critique)
+        tokens += cost
+        rounds.append(current)
+        if current.error is not None:
+            revisions = len(rounds) - 1
+            return _result(
+                rounds, "critic_error", revisions=revisions, tokens=tokens, error=current.error
+            )
+
+        reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
+        if reason is not None:
+            return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
+        try:
+            draft, cost = await maybe_await(generate(task, _feedback(current, config.feedback_cap)))
+        except Exception as exc:
+            _propagate_if_retryable(exc)
+            revisions = len(rounds) - 1
+            return _result(rounds, "generator_error", revisions=revisions, tokens=tokens, error=exc)
+        tokens += cost
+        if any(_sha(draft) == seen.draft_hash for seen in rounds):
+            return _result(rounds, "oscillating", revisions=len(rounds), tokens=tokens)
+
+
+revise_loop = synced(arevise_loop)
+"""``arevise_loop`` for sync callers (it drives sync and async callables alike)."""
+
+
+def _propagate_if_retryable(exc: Exception) -> None:
+    """Re-raise what the graph, not the loop, must handle: transient errors are retried by
+    the node's RetryPolicy, and LangGraph's control flow (interrupts) must reach LangGraph."""
+    if isinstance(exc, GraphBubbleUp) or is_transient(exc):
+        raise exc
+
+
+async def _evaluate(
+    task: str, draft: str, gather_evidence: GatherEvidence, critique: CritiqueFn
+) -> tuple[_Round, int]:
+    """Check and critique one draft; a non-transient exception becomes a round that scores 0
+    and records the error, so the drafts made so far are not lost with it."""
+    evidence: CheckReport | None = None
+    try:
+        evidence = await maybe_await(gather_evidence(draft))
+        raw, cost = await maybe_await(critique(task, draft, evidence))
+    except Exception as exc:
+        _propagate_if_retryable(exc)
+        failed = {"kind": "error", "passed": False, "score": 0.0, "evidence": describe(exc)}
+        return _Round(draft, evidence if evidence is not None else failed, None, exc), 0
+    parsed = parse_critique(raw)
+    return _Round(draft, evidence, ground(parsed) if parsed else None), cost
+
+
+def _stop_reason(
+    rounds: list[_Round], *, tokens: int, elapsed: float, config: LoopConfig
+) -> StopReason | None:
+    """The stop rules in order, judged on the rounds so far; the first that fires names the stop."""
+    if rounds[-1].passed:
+        return "pass"
+    if len(rounds) >= 2 and all(r.critique is None for r in rounds[-2:]):
+        return "critic_error"
+    # seed 002: the gain falls short on two consecutive rounds, not seed 003's single round
+    gains = [later.score - earlier.score for earlier, later in pairwise(rounds[-3:])]
+    if len(gains) == 2 and max(gains) < config.min_gain:
+        return "stalled"
+    revisions = len(rounds) - 1
+    if revisions >= config.max_rounds or tokens >= config.token_budget:
+        return "budget"
+    if elapsed >= config.timeout_s:
+        return "timeout"
+    return None
+
+
+def _feedback(current: _Round, cap: int) -> Feedback:
+    """Patch when every blocking issue says where it is; rewrite otherwise (seed 003)."""
+    located = all(issue.location for issue in current.blockers)
+    issues = current.critique.issues if current.critique else []
+    return Feedback(
+        mode="patch" if current.blockers and located else "rewrite",
+        draft=current.draft,
+        issues=feedback(issues, cap=cap),
+    )
+
+
+def _result(
+    rounds: list[_Round],
+    reason: StopReason,
+    *,
+    revisions: int,
+    tokens: int,
+    error: Exception | None = None,
+) -> LoopResult:
+    """Report the best round: a passing draft outranks every blocked one, then a draft whose
+    executable evidence passed (a model critic's score never outweighs a passing check), then
+    the higher score; `max` keeps the earlier draft on a tie, since a later one has not shown
+    it is better."""
+    best = max(rounds, key=lambda r: (r.passed, bool(r.evidence.get("passed")), r.score))
+    return LoopResult(
+        best=best.draft,
+        best_score=best.score,
+        stop_reason=reason,
+        rounds=revisions,
+        issues=feedback(best.critique.issues, cap=None) if best.critique else [],
+        tokens=tokens,
+        evidence=best.evidence,
+        history=[_record(round_no, r) for round_no, r in enumerate(rounds)],
+        error=error,
+    )
+
+
+def _record(round_no: int, evaluated: _Round) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "round": round_no,
+        "score": evaluated.score,
+        "blocking": [issue.id for issue in evaluated.blockers],
+        "draft_hash": evaluated.draft_hash,
+        "evidence_passed": bool(evaluated.evidence.get("passed")),
+        "malformed": evaluated.critique is None,
+    }
+    if evaluated.error is not None:
+        record["error"] = describe(evaluated.error)
+    return record
+
+
+def _sha(draft: str) -> str:
+    return hashlib.sha256(draft.encode("utf-8", errors="surrogatepass")).hexdigest()

@@ -1,0 +1,157 @@
+"""The deep-agent graph, wired exactly as the diagram in docs/architecture.md.
+
+START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
+             ├──(nothing ready)──────────► reflection  ├─ end / fail ─► finalize ─► END
+             ├──(paused, no answer)─► escalate          └─ escalate ─► interrupt()
+             └──(invalid input)─► finalize                 answer / continue ─► planner
+                                                            accept / stop ─► finalize
+
+The planner, reflection and escalate route with ``Command``: each returns the one
+destination its decision names, declared below so that ``graph.get_graph()`` and Studio draw
+every edge.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
+
+from agent.checks.databases import DatabaseError, declare_databases
+from agent.context import Context
+from agent.controller.subagents import SubAgent, build_registry
+from agent.coroutines import both_ways
+from agent.errors import ConfigError, is_transient
+from agent.graph.nodes import (
+    ESCALATE_DESTINATIONS,
+    PLANNER_DESTINATIONS,
+    REFLECTION_DESTINATIONS,
+    Planner,
+    Reflection,
+    Subagent,
+    escalate,
+    finalize,
+)
+from agent.graph.roles import Roles
+from agent.reflection.rules import RULES, Rule
+from agent.state import InputState, State, SubagentTask
+from agent.tools.approvals import InterruptOn, interrupt_config
+from agent.tools.search import default_role_tools
+
+# Transient model errors (timeouts, 429, 5xx) are retried here and nowhere else.
+DEFAULT_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=is_transient)
+# Rounds are bounded by Context.max_steps and the depth cap; this only stops LangGraph's
+# own default of 25 supersteps from cutting a long plan short.
+RECURSION_LIMIT = 10_000
+MAX_CONCURRENCY = 64
+
+
+def with_default_tools(tools: Mapping[str, Sequence[Any]] | None) -> dict[str, list[Any]]:
+    """The user's tools per role, after the ones deepreflect adds by itself: web search for
+    the researcher when ``TAVILY_API_KEY`` is set (``agent.tools.search``)."""
+    merged: dict[str, list[Any]] = {r: list(t) for r, t in default_role_tools().items()}
+    for role, added in (tools or {}).items():
+        merged[role] = [*merged.get(role, ()), *added]
+    return merged
+
+
+def _declared(databases: Mapping[str, str | os.PathLike[str]] | None) -> dict[str, str]:
+    """``build_graph``'s databases, validated now (a bad one is a ``ConfigError``)."""
+    try:
+        return declare_databases(databases)
+    except DatabaseError as exc:
+        msg = f"build_graph(databases=...): {exc}"
+        raise ConfigError(msg) from exc
+
+
+def build_graph(
+    *,
+    models: Mapping[str, BaseChatModel | str] | None = None,
+    checkpointer: BaseCheckpointSaver | None = None,
+    subagents: Sequence[SubAgent | Mapping[str, Any]] | None = None,
+    tools: Mapping[str, Sequence[Any]] | None = None,
+    retry_policy: RetryPolicy | None = DEFAULT_RETRY,
+    max_tool_turns: int = 12,
+    interrupt_on: InterruptOn | None = None,
+    interrupt_after: Sequence[str] = (),
+    name: str = "deep_agent",
+    state_schema: type[Any] = State,
+    reflection_rules: Sequence[Rule] = RULES,
+    databases: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> CompiledStateGraph[Any, Context, InputState, Any]:
+    """Build the deepreflect graph.
+
+    Args:
+        models: role name (``planner``, ``reflection``, ``judge``, a subagent name or
+            ``default``) to a chat model or a ``provider:name`` string; roles not named
+            here use the run's ``Context``. ``critic`` is still accepted as the judge for
+            one release (with a DeprecationWarning); ``critic`` otherwise names the
+            built-in subagent.
+        checkpointer: any LangGraph checkpointer (SQLite, PostgreSQL, memory); None for
+            ``langgraph dev``, which brings its own.
+        subagents: extra subagents (name, description, prompt, tools, model).
+        tools: role name to extra tools for that role (built-in or added), e.g.
+            ``{"researcher": [search], "coder": [run_sql]}``: ``BaseTool``s, ``@tool``
+            functions, plain callables, coroutine-only and MCP tools. With
+            ``TAVILY_API_KEY`` set the researcher also gets Tavily web search.
+        interrupt_on: tool name to ``True`` or ``{"allowed_decisions": [...],
+            "description": ...}``: calls of those tools wait for a human who approves,
+            edits the arguments or rejects (``agent.tools.approvals``); the thread pauses on
+            every pending call at once. ``Context.interrupt_on`` adds tool names per run.
+        retry_policy: how transient model errors are retried (None disables retries).
+        state_schema: ``State`` or a subclass adding keys of your own.
+        reflection_rules: the rules reflection applies before asking the model, in order.
+        databases: name to the path of an SQLite file, e.g. ``{"chinook": "chinook.db"}``:
+            the databases a ``sql`` check may query (``{"kind": "sql", "db": "chinook"}``),
+            checked and made absolute now; the planner sees the names, never the paths.
+            ``Context.databases`` adds more per run (these win on a shared name).
+
+    Raises:
+        ConfigError: a database name is not an identifier, or its file is not SQLite.
+    """
+    declared = _declared(databases)
+    roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
+    planner = Planner(roles, declared)
+    subagent = Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared)
+    reflection = Reflection(roles, reflection_rules)
+
+    builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
+    # The model-calling nodes are coroutines, run natively by ainvoke/astream and on one
+    # background loop by invoke/stream (agent.coroutines), so both work with the same code.
+    builder.add_node(
+        "planner",
+        both_ways(planner.node, "planner"),
+        retry_policy=retry_policy,
+        destinations=PLANNER_DESTINATIONS,
+    )
+    builder.add_node(
+        "subagent",
+        both_ways(subagent.node, "subagent"),
+        input_schema=SubagentTask,
+        retry_policy=retry_policy,
+    )
+    builder.add_node(
+        "reflection",
+        both_ways(reflection.node, "reflection"),
+        retry_policy=retry_policy,
+        destinations=REFLECTION_DESTINATIONS,
+    )
+    builder.add_node("escalate", cast(Any, escalate), destinations=ESCALATE_DESTINATIONS)
+    builder.add_node("finalize", cast(Any, finalize))
+
+    builder.add_edge(START, "planner")
+    builder.add_edge("subagent", "reflection")
+    builder.add_edge("finalize", END)
+
+    graph = builder.compile(
+        checkpointer=checkpointer, interrupt_after=list(interrupt_after), name=name
+    )
+    # Under invoke each parallel subagent holds a thread while it waits on the loop; the
+    # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.
+    return graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)

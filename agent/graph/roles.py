@@ -1,0 +1,54 @@
+"""Which model plays which role: one lookup for the planner, reflection, the judge and the
+subagents, from ``build_graph(models=...)``, the subagent's own model and the run's Context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agent.context import Context
+from agent.controller.subagents import SubAgent
+from agent.models.factory import JUDGE, Metered, judge_alias, load_model
+
+__all__ = ["Roles"]
+
+
+class Roles:
+    """The models ``build_graph`` got and the registered subagents."""
+
+    def __init__(
+        self,
+        registry: Mapping[str, SubAgent],
+        models: Mapping[str, BaseChatModel | str] | None = None,
+    ) -> None:
+        self.registry = dict(registry)
+        self.models = judge_alias(models)  # models={"critic": ...}: deprecated judge
+
+    def model_for(self, role: str, ctx: Context) -> BaseChatModel:
+        """Explicit override, the subagent's own model, ``default``, then the Context; a
+        model named by string gets the Context's request timeout."""
+        timeout = ctx.request_timeout_s
+        if role in self.models:
+            return load_model(self.models[role], role, timeout=timeout)
+        spec = self.registry.get(role)
+        if spec and spec.get("model") is not None:
+            return load_model(spec["model"], role, timeout=timeout)
+        if "default" in self.models:
+            return load_model(self.models["default"], role, timeout=timeout)
+        by_role: dict[str, Any] = {
+            "planner": ctx.planner_model,
+            JUDGE: ctx.judge_model,
+            "critic": ctx.critic_model,  # deprecated alias of judge_model: set both, as before
+            "reflection": ctx.reflection_model,
+        }
+        chosen = by_role.get(role, ctx.subagent_model) or ctx.model
+        return load_model(chosen, role, timeout=timeout)
+
+    def metered(
+        self, role: str, ctx: Context, metadata: Mapping[str, Any] | None = None
+    ) -> Metered:
+        """The role's model, counting the tokens it reports; its calls carry ``role`` and
+        ``metadata``."""
+        return Metered(self.model_for(role, ctx), role, ctx.structured_output, metadata)

@@ -1,0 +1,343 @@
+"""One model factory (``provider:name``), the role names, and the metered way every node
+calls a model: usage counted per role, and every call tagged with structured metadata.
+
+Every call carries ``config={"metadata": ...}``, the LangChain way:
+
+- ``role``: ``planner``, ``reflection``, ``judge`` or the subagent's name, on every call;
+- the planner's ``answer`` (the human's, "" if none) and ``reason`` (why it replans);
+- a subagent's ``step_id``, ``expected_output`` (the artifact's path), ``instructions``,
+  ``revision`` (0 for the first draft, then 1, 2, ...) and ``inputs`` (the paths it can
+  read); the judge's calls carry the ``step_id``, ``expected_output`` and ``instructions``
+  of the step whose artifact they review.
+
+LangSmith traces show it, ``stream_mode="messages"`` hands it to chat UIs with each token
+(parallel steps told apart), and scripted models answer from it. The planner's,
+reflection's and the judge's JSON calls are tagged ``NOSTREAM_TAGS``, so chat UIs do not
+render them as chat.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import LLMResult
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel, ValidationError
+
+from agent.errors import ConfigError, describe, timed_out
+from agent.models.providers import constrained_decoding, provider_model, structured_method_for
+from agent.models.scenarios import scenario_model
+from agent.models.scripted import ScriptedChatModel, is_model, tool_call
+from agent.models.structured import (
+    JSON_SCHEMA,
+    TEXT,
+    StructuredMethods,
+    parse_structured,
+    refusal_of,
+)
+from agent.prompts import render
+
+__all__ = [
+    "JUDGE",
+    "NOSTREAM_TAGS",
+    "Metered",
+    "ScriptedChatModel",
+    "UsageCollector",
+    "judge_alias",
+    "load_model",
+    "merge_usage",
+    "tool_call",
+    "total_tokens",
+    "usage_of",
+    "with_metadata",
+]
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+JUDGE = "judge"
+"""The role that reviews artifacts (rubric checks, critiques). It was called ``critic``,
+which is also the name of a built-in subagent; ``critic`` now means only the subagent."""
+_OLD_JUDGE = "critic"
+# LangGraph 1.x skips a call tagged "nostream" in stream_mode="messages"; older releases
+# and LangSmith's chat views look for "langsmith:nostream".
+NOSTREAM_TAGS = tuple(dict.fromkeys((TAG_NOSTREAM, "langsmith:nostream")))
+
+
+def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``build_graph(models=...)`` with the judge under its new name.
+
+    Deprecated for one release: ``models={"critic": m}`` without a ``"judge"`` entry still
+    makes ``m`` the judge (and, as before, the ``critic`` subagent's model), with a
+    DeprecationWarning. Pass ``"judge"`` for the judge; ``"critic"`` will then mean only
+    the built-in ``critic`` subagent.
+    """
+    roles = dict(models or {})
+    if _OLD_JUDGE in roles and JUDGE not in roles:
+        warnings.warn(
+            'models={"critic": ...} as the judge is deprecated: pass models={"judge": ...} '
+            'for rubric checks and critiques; "critic" will mean only the critic subagent',
+            DeprecationWarning,
+            stacklevel=4,  # build_graph's caller (through build_graph and the role lookup)
+        )
+        roles[JUDGE] = roles[_OLD_JUDGE]
+    return roles
+
+
+# ---------------------------------------------------------------------------- factory
+
+AUTO = "auto"
+"""``structured_output="auto"``: learn per model which structured-output method works."""
+STRUCTURED_METHODS = StructuredMethods()
+"""What ``auto`` has learnt, per model, for the whole process."""
+
+
+def model_key(model: BaseChatModel) -> str:
+    """Which model (and server) a structured-output memory is about."""
+    name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
+    where = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None) or ""
+    return f"{type(model).__name__}:{name}@{where}"
+
+
+def load_model(
+    spec: str | BaseChatModel, role: str = "default", *, timeout: float | None = None
+) -> BaseChatModel:
+    """Turn ``provider:name`` into a chat model; the one place models are constructed.
+
+    ``timeout``: seconds a request may take (``Context.request_timeout_s``; None: 120)."""
+    if isinstance(spec, BaseChatModel):
+        return spec
+    if not isinstance(spec, str) or ":" not in spec:
+        msg = f"model {spec!r} must look like provider:name, e.g. openai:gpt-4.1-mini"
+        raise ConfigError(msg)
+    provider, name = spec.split(":", 1)
+    if provider == "scripted":
+        return scenario_model(name, role)
+    return provider_model(provider, name, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------- metering
+
+
+def usage_of(message: BaseMessage | None) -> dict[str, int]:
+    """Token usage reported by one answer, as a per-role increment."""
+    meta = getattr(message, "usage_metadata", None) or {}
+    return {
+        "input_tokens": int(meta.get("input_tokens", 0)),
+        "output_tokens": int(meta.get("output_tokens", 0)),
+        "total_tokens": int(meta.get("total_tokens", 0)),
+        "calls": 1,
+    }
+
+
+def merge_usage(
+    current: Mapping[str, Mapping[str, int]] | None, update: Mapping[str, Mapping[str, int]] | None
+) -> dict[str, dict[str, int]]:
+    """Reducer of the ``usage`` key: sums per role, so parallel subagents add up."""
+    merged = {role: dict(counts) for role, counts in (current or {}).items()}
+    for role, counts in (update or {}).items():
+        slot = merged.setdefault(role, {})
+        for name, value in counts.items():
+            slot[name] = slot.get(name, 0) + int(value)
+    return merged
+
+
+def total_tokens(usage: Mapping[str, Mapping[str, int]] | None) -> int:
+    """All tokens spent, every role."""
+    return sum(int(c.get("total_tokens", 0)) for c in (usage or {}).values())
+
+
+class UsageCollector(BaseCallbackHandler):
+    """Meters a model that other code invokes (the rubric judge inside a check)."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.usage: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                with self._lock:
+                    self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
+
+
+def with_metadata(runnable: Runnable, metadata: Mapping[str, Any]) -> Runnable:
+    """``runnable`` with ``metadata`` added to every call. Unlike ``with_config`` on a bound
+    runnable, which replaces its config, this keeps what it already carries (callbacks,
+    its role, its tags): nested bindings merge their configs."""
+    return RunnableBinding(bound=runnable, kwargs={}, config={"metadata": dict(metadata)})
+
+
+class Metered:
+    """Calls one role's model, tags each call with the role's metadata, and keeps the usage
+    it reported.
+
+    ``metadata`` goes with every call, after ``{"role": role}``; ``invoke`` and
+    ``structured`` add their own per call. Structured calls (the planner's, reflection's)
+    and the judge's (``observed``) are tagged ``NOSTREAM_TAGS``.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        role: str,
+        structured_method: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.role = role
+        self.structured_method = structured_method
+        self.metadata: dict[str, Any] = {"role": role, **(metadata or {})}
+        self.usage: dict[str, dict[str, int]] = {}
+
+    def config(
+        self, metadata: Mapping[str, Any] | None = None, *, nostream: bool = False
+    ) -> RunnableConfig:
+        """The config of one call: the role's metadata plus ``metadata``."""
+        config = RunnableConfig(metadata={**self.metadata, **(metadata or {})})
+        if nostream:
+            config["tags"] = list(NOSTREAM_TAGS)
+        return config
+
+    def observed(self) -> tuple[Runnable, UsageCollector]:
+        """The model with a usage callback and the role's config, for code that invokes it
+        itself (the judge inside a rubric check)."""
+        collector = UsageCollector(self.role)
+        config = self.config(nostream=True)
+        return self.model.with_config(config, callbacks=[collector]), collector
+
+    def _count(self, message: BaseMessage | None) -> None:
+        self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
+
+    @property
+    def tokens(self) -> int:
+        return total_tokens(self.usage)
+
+    def _bound(self, tools: Sequence[Any] | None) -> Runnable:
+        return self.model.bind_tools(list(tools)) if tools else self.model
+
+    def invoke(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AIMessage:
+        """One call (with ``tools`` bound, if any); ``metadata`` is added to the role's."""
+        answer = self._bound(tools).invoke(messages, config=self.config(metadata))
+        self._count(answer)
+        return answer
+
+    async def ainvoke(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AIMessage:
+        """``invoke`` for the graph's coroutine nodes."""
+        answer = await self._bound(tools).ainvoke(messages, config=self.config(metadata))
+        self._count(answer)
+        return answer
+
+    def _structured_runnable(self, schema: type[BaseModel], method: str) -> Runnable:
+        kwargs: dict[str, Any] = {"include_raw": True}
+        target: Any = schema
+        if not isinstance(self.model, ScriptedChatModel):
+            method = structured_method_for(self.model, method)
+            kwargs["method"] = method
+            if method == "json_schema":
+                # With a pydantic class the openai client parses, and raises, inside invoke;
+                # with its JSON schema a malformed answer reaches us for a retry, usage intact.
+                target = schema.model_json_schema()
+        return self.model.with_structured_output(target, **kwargs)
+
+    async def astructured(
+        self,
+        messages: list[BaseMessage],
+        schema: type[SchemaT],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[SchemaT | None, str]:
+        """Ask for ``schema``; return the parsed answer or None with the raw text and error.
+
+        With ``structured_output="auto"`` the method is the one that worked for this model
+        before (tool calling, then ``json_schema``, then JSON read from plain text), and a
+        server that refuses a request shape is asked again the next way at once; a server
+        that constrains decoding (``constrained_decoding``) is asked by ``json_schema`` first,
+        and a ``json_schema`` request that times out twice in a row puts it last. Whatever the
+        method, JSON the model wrote in its reply's text instead (small models do) counts."""
+        config = self.config(metadata, nostream=True)
+        if self.structured_method != AUTO or isinstance(self.model, ScriptedChatModel):
+            return await self._ask(self.structured_method, messages, schema, config)
+        key = model_key(self.model)
+        refused = "every structured-output method was refused"
+        first = (JSON_SCHEMA,) if constrained_decoding(self.model) else ()
+        for method in STRUCTURED_METHODS.order(key, first):
+            try:
+                parsed, raw = await self._ask(method, messages, schema, config)
+            except Exception as exc:
+                if refusal_of(str(exc)) is None:
+                    if method == JSON_SCHEMA and timed_out(exc):
+                        # a schema too slow to decode by (a grammar on a small CPU): a
+                        # miss, so two in a row put json_schema last for this model
+                        STRUCTURED_METHODS.record_failure(key, method, describe(exc))
+                    raise
+                STRUCTURED_METHODS.record_failure(key, method, str(exc))
+                refused = f"{method} refused: {describe(exc)}"
+                continue
+            if parsed is None:
+                STRUCTURED_METHODS.record_failure(key, method, raw)
+            else:
+                STRUCTURED_METHODS.record_success(key, method)
+            return parsed, raw  # a miss is the caller's to retry, with the error
+        return None, refused
+
+    async def _ask(
+        self, method: str, messages: list[BaseMessage], schema: type[SchemaT], config: Any
+    ) -> tuple[SchemaT | None, str]:
+        """One structured call by ``method``; ``text`` asks for plain JSON in the reply."""
+        if method == TEXT:
+            shown = json.dumps(schema.model_json_schema())
+            asked = [*messages, HumanMessage(render("structured_text", schema=shown))]
+            answer = await self.model.ainvoke(asked, config)
+            self._count(answer)
+            text = str(answer.content or "")
+            parsed, error = parse_structured(text, schema)
+            if parsed is None:
+                return None, f"{error} (answer: {text[:300]!r})"
+            return cast(SchemaT, parsed), text
+        runnable = self._structured_runnable(schema, method)
+        return self._parsed(await runnable.ainvoke(messages, config), schema)
+
+    def _parsed(self, answer: Any, schema: type[SchemaT]) -> tuple[SchemaT | None, str]:
+        """Count the raw answer's usage and validate what was parsed from it."""
+        # include_raw=True: the answer is always a {"raw", "parsed", "parsing_error"} dict
+        result = cast(dict[str, Any], answer)
+        raw = result.get("raw")
+        self._count(raw)
+        parsed = result.get("parsed")
+        if isinstance(parsed, Mapping) and is_model(schema):
+            try:
+                parsed = schema.model_validate(parsed)
+            except ValidationError as exc:
+                result["parsing_error"] = exc
+                parsed = None
+        raw_text = str(getattr(raw, "content", "") or "")
+        if parsed is None and not result.get("parsing_error") and raw_text.strip():
+            # no structured answer at all (no tool call): the JSON may be in the reply's text
+            from_text, _error = parse_structured(raw_text, schema)
+            parsed = from_text
+        if parsed is None:
+            error = result.get("parsing_error") or "no structured answer"
+            return None, f"{str(error)[:500]} (answer: {raw_text[:300]!r})"
+        return parsed, raw_text

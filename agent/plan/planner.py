@@ -1,0 +1,169 @@
+"""Asking the planner model for a plan: one retry with the validation errors (docs/architecture.md),
+one more with an example plan when the retry repeats the invalid plan, then the merge with
+the plan it replaces. No graph here: the planner node calls this."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from agent.checks import describe_kinds
+from agent.controller.subagents import SubAgent, describe_registry
+from agent.models.factory import Metered
+from agent.plan.steps import (
+    MAX_INSTRUCTIONS_CHARS,
+    PlanDraft,
+    Step,
+    merge_replan,
+    parse_plan,
+    plan_draft_for,
+)
+from agent.prompts import render
+from agent.vfs.entries import PathError, summarize_files, validate_path
+from agent.vfs.quoting import data_block
+from agent.vfs.user_files import planner_view
+
+__all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
+
+
+@dataclass
+class PlanOutcome:
+    """The planner's answer: valid steps, or the errors of its last attempt."""
+
+    steps: list[Step] | None
+    errors: list[str] = field(default_factory=list)
+
+
+async def ask_planner(
+    metered: Metered,
+    state: Mapping[str, Any],
+    registry: Mapping[str, SubAgent],
+    *,
+    reason: str,
+    answer: str,
+    max_plan_steps: int,
+    planning: str = "upfront",
+    databases: Collection[str] = (),
+) -> PlanOutcome:
+    """Plan (or replan) the goal; an invalid answer is retried once with its errors.
+    ``databases``: the names (never the paths) of the databases the user declared, which
+    the planner is shown and its sql checks may name."""
+    files = state.get("files") or {}
+    old = state.get("plan")
+    system = render(
+        "planner",
+        actions=describe_registry(registry),
+        check_kinds=describe_kinds(),
+        databases=describe_databases(databases),
+        max_plan_steps=max_plan_steps,
+        planning=render(f"planning_{planning}"),
+    )
+    human = render(
+        "planner_input",
+        goal=state.get("goal", ""),
+        answer=answer,
+        reason=reason,
+        plan=json.dumps(old, indent=1) if old else "",
+        files=data_block(summarize_files(files, int(state.get("step") or 0))),
+        user_files=planner_view(files),
+    )
+    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
+    outcome = PlanOutcome(None)
+    answers: list[str] = []
+    # docs/architecture.md: one retry with the errors, then escalate; a retry that repeats
+    # the invalid plan word for word (a greedy small model does) earns one more, shown an
+    # example of a valid plan for the goal: the errors alone did not move it
+    for attempt in range(3):
+        draft, raw = await metered.astructured(messages, plan_draft_for(tuple(sorted(registry))))
+        if draft is None:
+            outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
+        else:
+            steps, errors = parse_plan(
+                draft,
+                actions=registry,
+                max_steps=max_plan_steps,
+                databases=databases,
+                files=tuple(p for p in files if not p.startswith("work/")),  # not scratch
+            )
+            outcome = PlanOutcome(steps, errors)
+        if outcome.steps is not None:
+            return outcome
+        shown = raw[:2000] if draft is None else draft.model_dump_json()[:4000]
+        repeated = shown in answers
+        answers.append(shown)
+        if attempt == 2 or (attempt == 1 and not repeated):
+            break
+        listed = "\n".join(f"- {e}" for e in outcome.errors)
+        if repeated:
+            example = example_plan(str(state.get("goal", "")), registry, draft)
+            retry = render(
+                "planner_retry_example",
+                errors=listed,
+                actions=", ".join(sorted(registry)),
+                check_kinds=describe_kinds(),
+                example=example,
+            )
+        else:
+            retry = render("planner_retry", errors=listed)
+        messages += [AIMessage(shown), HumanMessage(retry)]
+    return outcome
+
+
+# a relative file name in the goal's text, not the tail of an absolute or climbing path
+_NAMED_FILE = re.compile(r"(?<![\w./\\~-])[A-Za-z0-9_][\w./-]*\.[A-Za-z0-9]{1,8}\b")
+DEFAULT_EXAMPLE_OUTPUT = "answer.md"
+_PROSE = (".md", ".txt", ".rst", "")  # outputs a writer writes; any other a coder
+
+
+def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft | None) -> str:
+    """A one-step plan for ``goal`` as JSON (``prompts/planner_example.txt``): the step
+    does the goal and writes the file the invalid draft or the goal names (else
+    ``answer.md``), with an action the draft used when it is registered."""
+    used = [s.action for s in draft.steps] if draft is not None else []
+    named = [s.expected_output for s in draft.steps] if draft is not None else []
+    named += _NAMED_FILE.findall(goal)
+    output = next((p for p in named if _artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
+    role = "writer" if posixpath.splitext(output)[1] in _PROSE else "coder"
+    fallback = role if role in registry else next(iter(registry), role)
+    action = next((a for a in used if a in registry), fallback)
+    instructions = " ".join(goal.split())[:MAX_INSTRUCTIONS_CHARS] or "Do what the goal asks."
+    return render(
+        "planner_example",
+        action=json.dumps(action),
+        instructions=json.dumps(instructions),
+        expected_output=json.dumps(output),
+    ).strip()
+
+
+def _artifact_path(path: str) -> bool:
+    """Whether a step may write ``path`` (a VFS path, not scratch space)."""
+    try:
+        return validate_path(path) == path and not path.startswith("work/")
+    except PathError:
+        return False
+
+
+def describe_databases(names: Collection[str]) -> str:
+    """The planner prompt's line on the databases a sql check may name."""
+    if not names:
+        return render("planner_no_databases").rstrip()
+    return render("planner_databases", names=", ".join(sorted(names))).rstrip()
+
+
+def apply_plan(state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
+    """The update for a new plan version: history kept, stale artifacts re-opened."""
+    files = state.get("files") or {}
+    old = state.get("plan")
+    plan, stale = merge_replan(old, steps, files)
+    update: dict[str, Any] = {"plan": plan}
+    if old:
+        update["plan_history"] = [old]
+    if stale:
+        update["files"] = {p: {**files[p], "status": "active"} for p in stale}
+    return update

@@ -1,0 +1,278 @@
+"""The virtual filesystem: file entries in state, path rules, summaries and a scoped workspace.
+
+Subagents never touch the host disk: they read and write entries of the ``files`` state key
+through a :class:`Workspace` that enforces their write scope (seed 000; docs/security.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+from agent.vfs.filenames import collision, name_problem, nfc
+from agent.vfs.quoting import clean_text
+
+MAX_PATH_CHARS = 200
+MAX_FILE_BYTES = 1_000_000
+MAX_FILES = 500
+FileStatus = Literal["active", "done", "failed"]
+
+
+class FileEntry(TypedDict, total=False):
+    """One file of the virtual filesystem as stored in state."""
+
+    content: str
+    """The text of the file."""
+    status: FileStatus
+    """``done`` once its check passed, ``failed`` when it did not, ``active`` otherwise."""
+    written_at_step: int
+    """The graph ``step`` (planner round) that last wrote it; ``age_steps`` derives from it."""
+    bytes: int
+    """UTF-8 size of ``content``."""
+    sha256: str
+    """Hash of ``content``: lets reflection notice an unchanged rewrite without reading it."""
+    step_id: str | None
+    """The plan step that produced it, or None for input files."""
+    check: dict[str, Any] | None
+    """The ``CheckReport`` of its ``done_when`` check, when it has one."""
+    evidence_line: str | None
+    """The check's evidence as reflection may see it: one short line, no quoted content."""
+    stop_reason: str | None
+    """Why the step's revise loop stopped, on the artifact a subagent produced."""
+    rounds: int
+    """Revisions the step's revise loop made, on the artifact a subagent produced."""
+    defect: str | None
+    """Signature of the blocking evidence of a failed step (repeated-defect rule)."""
+    kind: Literal["critique"]
+    """Set on a step's ``critique.json``, which reflection shows despite its scratch path."""
+    origin: Literal["user"]
+    """Set on a file the user gave (``agent.vfs.user_files``); it stays when a step edits it."""
+
+
+class PathError(ValueError):
+    """A path a subagent may not use; the message is returned to the model as a tool error."""
+
+
+def validate_path(path: object) -> str:
+    """Return the normalised relative POSIX path (NFC, so two spellings of a name are one
+    file), or raise :class:`PathError` saying why not and which name to use instead."""
+    if not isinstance(path, str) or not path.strip():
+        raise PathError("path must be a non-empty string")
+    if "\x00" in path:
+        raise PathError("path contains a NUL byte")
+    path = nfc(path)
+    if "\\" in path:
+        raise PathError(f"path {path[:80]!r} contains a backslash; use POSIX '/' separators")
+    if len(path) > MAX_PATH_CHARS:
+        raise PathError(f"path is {len(path)} characters long; the limit is {MAX_PATH_CHARS}")
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        raise PathError(f"path {path!r} is absolute; use a path relative to the workspace")
+    parts = path.split("/")
+    if ".." in parts:
+        raise PathError(f"path {path!r} climbs out of the workspace with '..'")
+    normalised = posixpath.normpath(path)
+    if normalised in (".", "") or normalised.startswith("../"):
+        raise PathError(f"path {path!r} does not name a file")
+    if (problem := name_problem(normalised)) is not None:
+        raise PathError(f"path {normalised!r} is refused: {problem}")
+    return normalised
+
+
+def file_entry(
+    content: str,
+    *,
+    step: int,
+    status: FileStatus = "active",
+    step_id: str | None = None,
+    check: dict[str, Any] | None = None,
+    **extra: Any,
+) -> FileEntry:
+    """Build a complete entry so size and hash can never disagree with the content."""
+    data = content.encode("utf-8", errors="surrogatepass")
+    entry: FileEntry = {
+        "content": content,
+        "status": status,
+        "written_at_step": step,
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "step_id": step_id,
+        "check": check,
+    }
+    entry.update(extra)  # type: ignore[typeddict-item]
+    return entry
+
+
+def merge_files(
+    current: Mapping[str, FileEntry], updates: Iterable[Mapping[str, FileEntry | None]]
+) -> dict[str, FileEntry]:
+    """Reducer of the ``files`` channel: later writes win, ``None`` deletes.
+
+    Batching-invariant (applying two batches in turn equals applying them together), which
+    LangGraph's ``DeltaChannel`` requires to rebuild the value from stored writes.
+    """
+    merged = dict(current)
+    for update in updates:
+        for raw, entry in (update or {}).items():
+            path = nfc(raw)  # one file per name, however the writer spelled it
+            if entry is None:
+                merged.pop(path, None)
+            else:
+                merged[path] = entry
+    return merged
+
+
+QUOTE_CHARS = 8  # a run this long copied from the file is cut out of its evidence line
+EVIDENCE_CHARS = 160  # the most of a check's evidence reflection and the planner are shown
+
+
+def _redact(text: str, content: str) -> str:
+    """Replace every run of ``QUOTE_CHARS`` or more characters copied from ``content``."""
+    if not content or len(text) < QUOTE_CHARS:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + QUOTE_CHARS
+        if j <= len(text) and text[i:j] in content:
+            while j < len(text) and text[i : j + 1] in content:
+                j += 1
+            out.append("[…]")
+            i = j
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def evidence_line(
+    check: Mapping[str, Any] | None, limit: int = EVIDENCE_CHARS, content: str = ""
+) -> str | None:
+    """The check's evidence on one short line, without text quoted from the file itself.
+
+    Evidence may quote the artifact (a regex match, an exception message); reflection must
+    never read artifact text, so such quotes are cut; what remains (a message the artifact
+    built at run time, a test's line) is data, so it is cleaned and capped
+    (:func:`agent.vfs.quoting.clean_text`). Subagents store this line with the file
+    (``FileEntry.evidence_line``) so summaries need not scan large contents again.
+    """
+    if not check:
+        return None
+    line = clean_text(check.get("evidence", ""), limit)
+    return _redact(line, " ".join(content.split()))
+
+
+def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[str, dict[str, Any]]:
+    """What reflection may know about each file: status, size, age and check result.
+
+    Never the content (seed 000): contents would re-serialise the whole filesystem into every
+    reflection call and let text inside an artifact steer the decision. The evidence line is
+    the one string the artifact influences: one cleaned line of at most ``EVIDENCE_CHARS``.
+    """
+    summary: dict[str, dict[str, Any]] = {}
+    for path, entry in sorted(files.items()):
+        item: dict[str, Any] = {
+            "status": entry.get("status", "active"),
+            "bytes": entry.get("bytes", len((entry.get("content") or "").encode())),
+            "age_steps": step - entry.get("written_at_step", step),
+        }
+        if entry.get("step_id"):
+            item["step_id"] = entry["step_id"]
+        check = entry.get("check")
+        if check:
+            item["check"] = "pass" if check.get("passed") else "fail"
+            line = entry.get("evidence_line") or evidence_line(
+                check, content=entry.get("content") or ""
+            )
+            item["evidence"] = clean_text(line or "", EVIDENCE_CHARS)  # a stored line too
+        if entry.get("stop_reason"):
+            item["stop_reason"] = entry["stop_reason"]
+        if entry.get("origin"):
+            item["origin"] = entry["origin"]
+        summary[path] = item
+    return summary
+
+
+def scratch_prefix(step_id: str) -> str:
+    """Folder where a step may keep scratch files."""
+    return f"work/{step_id}/"
+
+
+class Workspace:
+    """A subagent's view of the filesystem: what it may read, what it may write.
+
+    Writes land in a private overlay, so parallel subagents never race on one dict and a
+    failed step leaves nothing half-written in state.
+    """
+
+    def __init__(
+        self,
+        readable: Mapping[str, str],
+        *,
+        writable: Iterable[str],
+        scratch: str | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_files: int = MAX_FILES,
+    ) -> None:
+        self._files: dict[str, str] = {nfc(p): text for p, text in readable.items()}
+        self._writable = {nfc(p) for p in writable}
+        self._scratch = scratch
+        self._max_file_bytes = max_file_bytes
+        self._max_files = max_files
+        self.written: dict[str, str] = {}
+
+    def _check_writable(self, path: str) -> str:
+        path = validate_path(path)
+        allowed = path in self._writable or (self._scratch and path.startswith(self._scratch))
+        if not allowed:
+            scope = sorted(self._writable) + ([f"{self._scratch}*"] if self._scratch else [])
+            msg = f"permission_denied: this step may write only {', '.join(scope)}; not {path!r}"
+            raise PathError(msg)
+        return path
+
+    def ls(self) -> list[str]:
+        """Paths this subagent can read."""
+        return sorted(self._files)
+
+    def read(self, path: str) -> str:
+        path = validate_path(path)
+        if path not in self._files:
+            raise PathError(f"file {path!r} not found; ls() lists {len(self._files)} file(s)")
+        return self._files[path]
+
+    def write(self, path: str, content: str) -> str:
+        path = self._check_writable(path)
+        if not isinstance(content, str):
+            raise PathError("content must be a string")
+        size = len(content.encode("utf-8", errors="surrogatepass"))
+        if size > self._max_file_bytes:
+            msg = f"content is {size} bytes; the limit is {self._max_file_bytes}"
+            raise PathError(msg)
+        if path not in self._files:
+            if len(self._files) >= self._max_files:
+                raise PathError(f"too many files: the limit is {self._max_files}")
+            if (other := collision(path, self._files)) is not None:
+                msg = (
+                    f"path {path!r} differs from the existing file {other!r} only by letter "
+                    f"case or character forms; write {other!r} or choose a distinct name"
+                )
+                raise PathError(msg)
+        self._files[path] = content
+        self.written[path] = content
+        return path
+
+    def edit(self, path: str, old: str, new: str) -> str:
+        current = self.read(path)
+        count = current.count(old) if old else 0
+        if count != 1:
+            what = "not found" if count == 0 else f"found {count} times"
+            msg = f"edit_file needs `old` to occur exactly once in {path!r}; it was {what}"
+            raise PathError(msg)
+        return self.write(path, current.replace(old, new, 1))
+
+    def contents(self) -> dict[str, str]:
+        """Everything visible, for running checks against the step's own view."""
+        return dict(self._files)
