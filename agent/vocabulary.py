@@ -1,0 +1,102 @@
+"""The words a run is reported in, each defined once.
+
+Every status, stop reason, decision, workload and mode the code writes or compares is a
+member of one ``StrEnum`` here. Their string values are the contract (state, streams, the
+CLI's JSON, the docs' tables), and a ``StrEnum`` member *is* its string, so a caller that
+compares with ``"success"`` keeps working. The docs' tables are tested against these
+classes (``tests/unit/test_vocabulary.py``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Where a thread stands (the ``status`` state key and ``Result.status``)."""
+
+    RUNNING = "running"
+    SUCCESS = "success"
+    AWAITING_INPUT = "awaiting_input"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    FAILED = "failed"
+
+
+class StopReason(StrEnum):
+    """Why the last run of a thread stopped (the ``stop_reason`` state key)."""
+
+    END = "end"
+    ACCEPTED_BY_HUMAN = "accepted_by_human"
+    DEPTH_CAP = "depth_cap"
+    REPEATED_DEFECT = "repeated_defect"
+    SUBAGENT_FAILED_TWICE = "subagent_failed_twice"
+    MODEL_ESCALATED = "model_escalated"
+    INVALID_PLAN = "invalid_plan"
+    UNKNOWN_ERROR = "unknown_error"
+    AWAITING_APPROVAL = "awaiting_approval"
+    TOKEN_BUDGET = "token_budget"
+    TIME_BUDGET = "time_budget"
+    STEP_BUDGET = "step_budget"
+    INVALID_INPUT = "invalid_input"
+    PERMISSION_DENIED = "permission_denied"
+    POLICY_REJECTED = "policy_rejected"
+    STOPPED_BY_HUMAN = "stopped_by_human"
+
+
+class Decision(StrEnum):
+    """What reflection decides after a round (``decisions[*].decision``)."""
+
+    CONTINUE = "continue"
+    REPLAN = "replan"
+    END = "end"
+    ESCALATE = "escalate"
+    FAIL = "fail"
+
+
+class LoopStop(StrEnum):
+    """Why a subagent's revise loop stopped (``LoopResult.stop_reason``)."""
+
+    PASS = "pass"
+    STALLED = "stalled"
+    OSCILLATING = "oscillating"
+    BUDGET = "budget"
+    TIMEOUT = "timeout"
+    CRITIC_ERROR = "critic_error"
+    GENERATOR_ERROR = "generator_error"
+
+
+class Workload(StrEnum):
+    """The kind of goal, which sets the reflection depth cap (``Context.workload``)."""
+
+    QA = "qa"
+    RESEARCH = "research"
+    REPORT = "report"
+    CODING = "coding"
+    BUGHUNT = "bughunt"
+
+
+class FileStatus(StrEnum):
+    """A file entry's ``status``."""
+
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class StructuredOutput(StrEnum):
+    """How a role's JSON answers are asked for (``Context.structured_output``)."""
+
+    AUTO = "auto"
+    FUNCTION_CALLING = "function_calling"
+    JSON_SCHEMA = "json_schema"
+    JSON_MODE = "json_mode"
+    TEXT = "text"
+    """No constraint on the request: the JSON is read from the reply's text."""
+
+
+class ToolCalling(StrEnum):
+    """Whether a subagent's model gets its tools as schemas (``Context.tool_calling``)."""
+
+    AUTO = "auto"
+    NATIVE = "native"
+    TEXT = "text"
