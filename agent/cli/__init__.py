@@ -928,6 +928,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error_line(label, message, location)
         return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())
