@@ -1,7 +1,8 @@
 """agent-chat-ui in headless Chromium against `langgraph dev`, as a chat user drives it: a
 normal run showing its progress and final artifact (and still showing them after a reload),
 an escalation answered by typing, by the Approve button, by the Reject button's reason and
-by a typed label, a repeat pause drawn under the last message, and a model error that stays.
+by a typed label, a repeat pause drawn under the last message, a tool call approved on its
+card (the email goes out once), and a model error that stays.
 
 `tests/js/drive_agent_chat_ui.mjs` does the driving with `playwright-core`. Nothing of
 agent-chat-ui is in this repository: `DEEPREFLECT_AGENT_CHAT_UI_DIR` names a checkout with
@@ -30,6 +31,7 @@ import pytest
 from tests.langgraph_server import ROOT, _stop, dev_server, free_port, langgraph_missing
 
 SCRIPT = ROOT / "tests" / "js" / "drive_agent_chat_ui.mjs"
+OUTBOX = Path(tempfile.mkdtemp(prefix="deepreflect-chat-ui-outbox-")) / "outbox.jsonl"
 CHROMIUM = os.environ.get("DEEPREFLECT_CHROMIUM", "/usr/bin/chromium")
 SCENARIOS = {
     "demo": {"model": "scripted:demo"},
@@ -103,12 +105,18 @@ def flows(tmp_path_factory) -> dict[str, dict]:
 
     logs = tmp_path_factory.mktemp("chat-ui-logs")
     shots = Path(tempfile.mkdtemp(prefix="deepreflect-chat-ui-shots-"))
-    with dev_server(logs / "langgraph.log") as api, chat_ui(api, logs / "next.log") as ui:
+    served = dev_server(
+        logs / "langgraph.log",
+        config="tests/approval.langgraph.json",  # deep_agent and the approval graph
+        env_extra={"APPROVAL_OUTBOX": str(OUTBOX)},
+    )
+    with served as api, chat_ui(api, logs / "next.log") as ui:
         client = get_sync_client(url=api)
         assistants = {
             name: client.assistants.create("deep_agent", context=context)["assistant_id"]
             for name, context in SCENARIOS.items()
         }
+        assistants["approval"] = client.assistants.create("approval")["assistant_id"]
         config = {
             "playwrightDir": os.environ["DEEPREFLECT_PLAYWRIGHT_DIR"],
             "chromium": CHROMIUM,
@@ -171,6 +179,13 @@ def test_a_repeat_pause_is_a_new_card_under_the_last_message(flows):
     outcome = _ok(flows, "a_repeat_pause_is_a_new_card_under_the_last_message")
     assert outcome["status"] == "awaiting_input" and outcome["pauses"] == 2
     assert outcome["last_id"].startswith("escalation-")
+
+
+def test_a_tool_call_approved_on_its_card_runs_once(flows):
+    outcome = _ok(flows, "a_tool_call_approved_by_the_approve_button")
+    assert (outcome["status"], outcome["stop_reason"]) == ("success", "end")
+    sent = [json.loads(line) for line in OUTBOX.read_text().splitlines() if line]
+    assert [(s["to"], s["body"]) for s in sent] == [("ops@example.com", "deploy done")]
 
 
 def test_a_model_error_stays_in_the_thread_after_a_reload(flows):

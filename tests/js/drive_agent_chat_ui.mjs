@@ -1,7 +1,7 @@
 // Drives agent-chat-ui (a `next dev` server) in headless Chromium through playwright-core, as
 // a chat user would, against `langgraph dev`; prints one JSON line per flow.
 // Usage: node drive_agent_chat_ui.mjs CONFIG.json
-//   CONFIG: {playwrightDir, ui, api, shots, assistants: {demo, escalation, depthCap, error}}
+//   CONFIG: {playwrightDir, ui, api, shots, assistants: {demo, escalation, depthCap, error, approval}}
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -137,6 +137,18 @@ const flows = {
     const last = messages[messages.length - 1];
     const pauses = messages.filter((m) => String(m.id).startsWith("escalation-"));
     return { status: again.values.status, last_id: last.id, pauses: pauses.length, shots: [again.shot] };
+  },
+  async a_tool_call_approved_by_the_approve_button(page) {
+    await open(page, config.assistants.approval);
+    await say(page, "Tell ops the deploy is done");
+    const values = await settled(page, ["awaiting_input"]);
+    if (values.stop_reason !== "awaiting_approval") throw new Error(`paused for ${values.stop_reason}`);
+    await visible(page, "send_email");
+    await visible(page, "ops@example.com"); // the card shows the call's exact arguments
+    const card = await shot(page, "approval-card");
+    await page.getByRole("button", { name: "Approve", exact: true }).first().click();
+    const done = await settled(page, ["success"]);
+    return { status: done.status, stop_reason: done.stop_reason, shots: [card, await shot(page, "approval-approved")] };
   },
   async a_model_error_stays_in_the_thread(page) {
     await open(page, config.assistants.error);
