@@ -88,7 +88,7 @@ def chat_ui(api: str, log: Path) -> Iterator[str]:
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300  # the first page compiles on demand
+        deadline = time.monotonic() + 900  # the first page compiles on demand (minutes, loaded)
         while not _answers(url):
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("next dev did not start:\n" + log.read_text()[-3000:])
