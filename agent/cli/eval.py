@@ -1,0 +1,60 @@
+"""``deepreflect eval``: reflection measured, off against on, or against seeded errors."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from agent.cli.output import print_json
+
+
+def add_parser(sub: Any) -> None:
+    ev = sub.add_parser("eval", help="measure reflection: off vs on, or seeded errors")
+    ev.add_argument("--dataset", default="humaneval", help="humaneval or a JSONL file")
+    ev.add_argument("--model", help="generator (and seeded-errors critic), provider:name")
+    ev.add_argument(
+        "--critic",
+        "--judge-model",
+        dest="critic",
+        help="model critic (the judge) merged with the check's critique",
+    )
+    ev.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
+    ev.add_argument("--evidence", choices=["check", "visible"], default="check")
+    ev.add_argument("--seeded-errors", action="store_true", help="plant errors in references")
+    ev.add_argument("--limit", type=int, help="only the first N tasks")
+    ev.add_argument("--workers", type=int, help="tasks at once")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the mutation sites")
+    ev.add_argument("--timeout", type=float, default=3.0, help="seeded-errors check timeout")
+    ev.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature of the models (default 0: greedy, as published pass@1 is "
+        "measured; a local server's own default is often 0.8)",
+    )
+    ev.add_argument("--json", action="store_true", help="print the report as JSON")
+    ev.set_defaults(handler=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace, console: Console) -> int:
+    from agent.eval import evaluate, print_report
+    from agent.eval.report import eval_progress
+
+    options = {k: getattr(args, k) for k in ("dataset", "model", "critic", "rounds", "limit")}
+    options.update(evidence=args.evidence, workers=args.workers, seed=args.seed)
+    # progress goes to stderr, so that --json output stays clean
+    with eval_progress(Console(stderr=True, highlight=False)) as progress:
+        report = evaluate(
+            **options,
+            seeded_errors=args.seeded_errors,
+            timeout_s=args.timeout,
+            temperature=args.temperature,
+            progress=progress,
+        )
+    if args.json:
+        print_json(report)
+    else:
+        print_report(console, report)
+    return 0

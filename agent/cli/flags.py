@@ -1,0 +1,135 @@
+"""The flags several commands share: the threads database, the run settings, the files.
+
+Each function adds one group to a command's parser; a flag that sets a ``Context`` field
+names, in its help, the ``DEEPREFLECT_*`` variable it overrides.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
+_STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
+# flag dest -> Context field, for the flags that set one
+CONTEXT_FLAGS = {
+    "model": "model",
+    "planner_model": "planner_model",
+    "subagent_model": "subagent_model",
+    "judge_model": "judge_model",
+    "reflection_model": "reflection_model",
+    "structured_output": "structured_output",
+    "tool_calling": "tool_calling",
+    "request_timeout": "request_timeout_s",
+    "max_revisions": "max_revisions",
+    "token_budget": "token_budget",
+    "time_budget": "time_budget_s",
+    "max_parallel": "max_parallel",
+    "workload": "workload",
+    "planning": "planning",
+    "approve_tools": "interrupt_on",
+}
+
+
+def db(p: argparse.ArgumentParser, *, json_flag: bool = False) -> None:
+    """``--db`` (and, for the commands that print a Result, ``--json``)."""
+    p.add_argument(
+        "--db",
+        help="threads database (default .deepreflect/threads.sqlite or $DEEPREFLECT_DB; "
+        "a postgresql:// URL works too)",
+    )
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print the Result as JSON")
+
+
+def user_files(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        metavar="PATH",
+        help="a file or folder the agent gets to read or edit (repeatable); a folder adds its "
+        "text files, skipping .git/ and what .gitignore ignores; paths inside the current "
+        "folder keep their relative path, others are named from their parent",
+    )
+
+
+def out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", help="when the run stops, export its done artifacts to this folder")
+    p.add_argument(
+        "--force", action="store_true", help="with --out: overwrite files that hold other content"
+    )
+
+
+def _setting(group: Any, flag: str, text: str, *, env: bool, **kwargs: Any) -> None:
+    """A flag that sets a Context field; with ``env`` (a new run: a resumed thread keeps
+    its own settings) its help names the variable it overrides."""
+    dest = flag.removeprefix("--").replace("-", "_")
+    if env:
+        text += f" (${'DEEPREFLECT_' + CONTEXT_FLAGS.get(dest, dest).upper()})"
+    group.add_argument(flag, help=text, **kwargs)
+
+
+def models(p: argparse.ArgumentParser, note: str = "") -> None:
+    """The per-role model flags (Context's model fields); ``note`` for a resume."""
+    g = p.add_argument_group("models, as provider:name" + note)
+    model: dict[str, Any] = {"metavar": "PROVIDER:NAME", "env": not note}
+    _setting(g, "--model", "every role's default, e.g. openai:gpt-4.1-mini", **model)
+    _setting(g, "--planner-model", "the planner's", **model)
+    _setting(g, "--subagent-model", "the subagents'", **model)
+    _setting(g, "--judge-model", "the judge of rubric checks and critiques", **model)
+    _setting(g, "--critic-model", "deprecated: the old name of --judge-model", **model)
+    _setting(g, "--reflection-model", "reflection's", **model)
+    _setting(
+        g,
+        "--structured-output",
+        "how models return structured answers: auto (learnt per model), or "
+        "function_calling, json_schema, json_mode",
+        choices=_STRUCTURED_OUTPUT,
+        env=not note,
+    )
+    _setting(
+        g,
+        "--tool-calling",
+        "how subagents get their tools: auto (schemas until a model keeps writing its calls "
+        "as text), native, text",
+        choices=("auto", "native", "text"),
+        env=not note,
+    )
+    _setting(
+        g, "--request-timeout", "seconds one model request may take", type=float, metavar="S",
+        env=not note,
+    )  # fmt: skip
+
+
+def budgets(p: argparse.ArgumentParser, note: str = "") -> None:
+    g = p.add_argument_group("budgets" + note)
+    env = not note
+    _setting(g, "--max-revisions", "revisions after a first draft", type=int, metavar="N", env=env)
+    _setting(g, "--token-budget", "tokens one user turn may spend", type=int, metavar="N", env=env)
+    _setting(g, "--time-budget", "seconds one user turn may take", type=float, metavar="S", env=env)
+    _setting(g, "--max-parallel", "subagents at once", type=int, metavar="N", env=env)
+
+
+def databases(p: argparse.ArgumentParser, note: str = "") -> None:
+    p.add_argument(
+        "--database",
+        action="append",
+        metavar="NAME=PATH",
+        help="an SQLite file that sql checks may query by NAME (repeat for more); the planner "
+        "sees the names, never the paths ($DEEPREFLECT_DATABASES)" + note,
+    )
+
+
+def mcp(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mcp-config",
+        metavar="PATH",
+        help=f'MCP servers ({{"mcpServers": ...}}) whose tools the subagents get (${MCP_ENV})',
+    )
+    p.add_argument(
+        "--approve-tools",
+        metavar="NAMES",
+        help="tools whose calls wait for your approval, comma-separated, e.g. "
+        "send_email,run_migration ($DEEPREFLECT_INTERRUPT_ON)",
+    )
