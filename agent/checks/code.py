@@ -31,11 +31,18 @@ from typing import Any
 
 from agent.checks.registry import CheckScope, needs_strings, register_check
 from agent.checks.report import CheckReport, make_report
-from agent.sandbox import Job, SandboxResult, program, run_jobs, weaker_isolation_warning
+from agent.sandbox import (
+    Job,
+    SandboxResult,
+    program,
+    program_package,
+    run_jobs,
+    weaker_isolation_warning,
+)
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_TIMEOUT_S = 120.0
-_BRIDGE = "__deepreflect_bridge__.py"
+_BRIDGE = "__deepreflect_bridge__"  # a package folder
 _RUNNER = "__deepreflect_runner__.py"
 _CODE = "__deepreflect_check_code__.py"
 _INI = "__deepreflect_pytest__.ini"
@@ -60,7 +67,8 @@ def refused_paths(files: Mapping[str, str], trusted: Sequence[str] = ()) -> list
             continue
         name = posixpath.basename(path)
         top = path.split("/", 1)[0].removesuffix(".py")
-        if name in _STARTUP_NAMES or name.endswith(".pth") or name in _OWN:
+        own = name in _OWN or _BRIDGE in (top, name.removesuffix(".py"))
+        if name in _STARTUP_NAMES or name.endswith(".pth") or own:
             problems.append(f"{path} would change how Python or pytest starts")
         elif path.endswith(".py") or "/" in path:
             if top in _FRAMEWORK:
@@ -229,7 +237,7 @@ def _run(
     max_output: int = 8000,
 ) -> tuple[SandboxResult, SandboxResult]:
     programs = {
-        _BRIDGE: program("bridge.py"),
+        **program_package("bridge", shipped_as=_BRIDGE),
         _RUNNER: program("check_runner.py"),
     }
     names, packages = _modules(artifact_files)

@@ -26,8 +26,8 @@ removed at its end.
 Modules: ``host`` (run jobs together), ``launch`` (a job's folder and interpreter), ``capture``
 (its output), ``processes`` (find, watch, kill), ``isolation`` and ``bwrap`` (the levels),
 ``programs`` (the text of the programs that run inside: ``bootstrap``, ``kernel_rules``,
-``bridge``, ``check_runner``, ``sql_runner``, standard library only, never imported by the
-host).
+the ``bridge`` package, ``check_runner``, ``sql_runner``, standard library only, never
+imported by the host).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from agent.sandbox.isolation import (
     weaker_isolation_warning,
 )
 from agent.sandbox.job import Job, SandboxResult
-from agent.sandbox.programs import program
+from agent.sandbox.programs import program, program_package
 
 __all__ = [
     "IsolationLevel",
@@ -51,6 +51,7 @@ __all__ = [
     "SandboxUnavailable",
     "isolation_level",
     "program",
+    "program_package",
     "run_jobs",
     "run_python",
     "weaker_isolation_warning",

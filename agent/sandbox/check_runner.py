@@ -21,12 +21,10 @@ import sys
 import types
 from typing import Any
 
-from __deepreflect_bridge__ import (  # type: ignore[import-not-found]
-    ArtifactSide,
-    CheckSide,
-    Remote,
-    connect,
-)
+from __deepreflect_bridge__.artifact_side import ArtifactSide  # type: ignore[import-not-found]
+from __deepreflect_bridge__.check_side import CheckSide  # type: ignore[import-not-found]
+from __deepreflect_bridge__.remote import Remote  # type: ignore[import-not-found]
+from __deepreflect_bridge__.wire import connect  # type: ignore[import-not-found]
 
 # -- the artifact's side ---------------------------------------------------------------------
 

@@ -171,7 +171,18 @@ def test_the_failing_assertion_is_still_quoted():
 
 
 @pytest.mark.parametrize(
-    "path", ["conftest.py", "sitecustomize.py", "pytest.py", "evil.pth", "json.py", "_pytest/x.py"]
+    "path",
+    [
+        "conftest.py",
+        "sitecustomize.py",
+        "pytest.py",
+        "evil.pth",
+        "json.py",
+        "_pytest/x.py",
+        "__deepreflect_bridge__.py",
+        "__deepreflect_bridge__/wire.py",
+        "__deepreflect_bridge__/extra.py",
+    ],
 )
 def test_files_that_would_shadow_python_or_pytest_are_refused(path):
     report = pytest_report(RIGHT, extra={path: "raise SystemExit(0)\n"})

@@ -109,7 +109,7 @@ def test_a_job_sees_nothing_a_previous_job_left(used):
     """
     code = """
         assert "left_by_the_first_job" not in FOLDER, FOLDER
-        own = ["__deepreflect_bridge__.py", "__deepreflect_runner__.py"]
+        own = ["__deepreflect_bridge__", "__deepreflect_runner__.py"]
         assert FOLDER == [*own, "mod.py"], FOLDER
         assert "left_by_the_first_job" not in TMP, TMP
         assert SHM == [], SHM

@@ -3,9 +3,11 @@ pair in this process (the artifact's end in a thread), or a scripted adversary i
 
 from __future__ import annotations
 
+import ast
 import json
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,8 +16,11 @@ from typing import Any
 import pytest
 
 from agent.checks import code
-from agent.sandbox import SandboxResult
-from agent.sandbox.bridge import ArtifactSide, BridgeError, CheckSide, Remote
+from agent.sandbox import SandboxResult, program_package
+from agent.sandbox.bridge.artifact_side import ArtifactSide
+from agent.sandbox.bridge.check_side import CheckSide
+from agent.sandbox.bridge.remote import Remote
+from agent.sandbox.bridge.wire import BridgeError
 
 
 class Liar:
@@ -279,3 +284,23 @@ def test_a_run_that_went_as_planned_passes(monkeypatch):
     monkeypatch.setattr(code, "_run", lambda *args, **kwargs: (result(), result(report="")))
 
     assert code._python_verdict({"m.py": "x = 1\n"}, "m.py", "pass\n", 5.0)[0]
+
+
+def test_the_shipped_bridge_is_a_package_of_standard_library_modules():
+    shipped = program_package("bridge", shipped_as="__deepreflect_bridge__")
+
+    assert "__deepreflect_bridge__/__init__.py" in shipped
+    for path, text in shipped.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [str(node.module)]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue  # a relative import: a module of the shipped package itself
+            assert {n.split(".")[0] for n in names} <= sys.stdlib_module_names, (path, names)
+
+
+def test_an_unknown_sandbox_package_is_an_error():
+    with pytest.raises(ValueError, match="unknown sandbox package"):
+        program_package("agent", shipped_as="x")

@@ -10,13 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.checks import run_check, validate_check_spec
-from agent.checks.citations import (
-    UnverifiableURL,
-    citations,
-    cited_urls,
-    extract_urls,
-    normalise_url,
-)
+from agent.checks.citations import citations, cited_urls
+from agent.checks.link_finding import extract_urls
+from agent.checks.source_identity import UnverifiableURL, normalise_url
 
 RETURNED = (
     "[1] https://a.com/x\nMercury is the closest planet.\n\n"

@@ -1,0 +1,36 @@
+"""The operations a handle forwards to the artifact's process, where its own code answers them
+(behaviour under test); what the check decides itself is not among them."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+BINARY = ("add sub mul truediv floordiv mod pow matmul lshift rshift and or xor").split()
+UNARY: dict[str, Callable[..., Any]] = {
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "abs": operator.abs,
+    "invert": operator.inv,
+}
+APPLY: dict[str, Callable[..., Any]] = {
+    "call": lambda f, /, *a, **k: f(*a, **k),
+    "getattr": getattr,
+    "setattr": setattr,
+    "delattr": delattr,
+    "getitem": operator.getitem,
+    "setitem": operator.setitem,
+    "delitem": operator.delitem,
+    "len": len,
+    "iter": iter,
+    "next": next,
+    "repr": repr,
+    "str": str,
+    "format": format,
+    **UNARY,
+    **{
+        name: getattr(operator, name if name not in ("and", "or") else name + "_")
+        for name in BINARY
+    },
+}
