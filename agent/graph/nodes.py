@@ -70,7 +70,7 @@ from agent.tools.approvals import (
 from agent.tools.execute import CallScope
 from agent.vfs.entries import merge_files, scratch_prefix
 from agent.vfs.quoting import quote_data
-from agent.vfs.user_files import keep_origin, user_paths
+from agent.vfs.user_entries import keep_origin, user_paths
 
 __all__ = [
     "MAX_GOAL_CHARS",

@@ -27,7 +27,7 @@ from agent.plan.steps import (
 from agent.prompts import render
 from agent.vfs.entries import PathError, summarize_files, validate_path
 from agent.vfs.quoting import data_block
-from agent.vfs.user_files import planner_view
+from agent.vfs.user_entries import planner_view
 
 __all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
 
