@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.plan.steps import parse_plan
+from agent.plan.validation import parse_plan
 from agent.vfs.entries import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
 from agent.vfs.host_disk import MAX_SCANNED, load_files
 from agent.vfs.user_entries import keep_origin, planner_view, taken_in, user_paths
