@@ -1,5 +1,5 @@
 """Steps that write the same file, merged into one where that is safe, before a plan is
-validated (small models split "write x.py" and "improve x.py" into two steps)."""
+validated (``agent.plan.validation.parse_plan``)."""
 
 from __future__ import annotations
 
