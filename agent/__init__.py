@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from agent.store.checkpointers import open_checkpointer
     from agent.store.journal import declare_tool
     from agent.store.lease import LeaseLost, ThreadBusy
-    from agent.vfs.user_files import UserFileError, load_files
+    from agent.vfs.host_disk import load_files
+    from agent.vfs.user_files import UserFileError
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -40,7 +41,7 @@ _EXPORTS = {
     "resume": "agent.runs.runner",
     "run": "agent.runs.runner",
     "UserFileError": "agent.vfs.user_files",
-    "load_files": "agent.vfs.user_files",
+    "load_files": "agent.vfs.host_disk",
 }
 
 __all__ = [

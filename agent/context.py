@@ -1,15 +1,18 @@
-"""Run-time configuration: what Studio shows as the assistant's form, and what the CLI sets."""
+"""Run-time configuration: what Studio shows as the assistant's form, and what the CLI sets.
+
+A field left at its default takes ``DEEPREFLECT_<FIELD>`` (:mod:`agent.env_defaults`);
+``Context.validate`` checks each value against its field's type (:mod:`agent.field_types`)."""
 
 from __future__ import annotations
 
-import math
 import os
-import types
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from functools import cache
-from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
+from typing import Any
+
+from agent.env_defaults import apply_environment, parsed, variable
+from agent.field_types import field_types, is_int, type_problem
 
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
@@ -169,7 +172,7 @@ class Context:
         """Fields left at their default take ``DEEPREFLECT_<FIELD>`` from the environment
         (so ``langgraph.json``'s ``env`` or a shell sets the served graph's and the CLI's
         defaults); then the deprecated ``critic_model`` is taken as ``judge_model``."""
-        _apply_environment(self)
+        apply_environment(self)
         self._take_old_judge_name()
         _absolute_databases(self)
 
@@ -215,7 +218,7 @@ class Context:
         the workload's cap, and an unknown workload to ``report``'s.
         """
         cap = self.max_reflection_depth
-        if not _is_int(cap):
+        if not is_int(cap):
             workload = self.workload if isinstance(self.workload, str) else "report"
             cap = DEPTH_CAP_BY_WORKLOAD.get(workload, DEPTH_CAP_BY_WORKLOAD["report"])
         return max(1, min(cap, MAX_DEPTH_CAP))
@@ -231,8 +234,8 @@ class Context:
             return []
         errors: list[tuple[str, str]] = []
         typed: set[str] = set()
-        for name, hint in _field_types().items():
-            problem = _type_problem(getattr(self, name), hint)
+        for name, hint in field_types(Context).items():
+            problem = type_problem(getattr(self, name), hint)
             if problem is None:
                 typed.add(name)
             else:
@@ -244,15 +247,15 @@ class Context:
 
     def _source(self, name: str) -> str:
         """`` (from $DEEPREFLECT_X)`` when the field's value came from the environment."""
-        raw = os.environ.get(ENV_PREFIX + name.upper())
+        raw = os.environ.get(variable(name))
         if raw is None:
             return ""
-        parsed = _parsed(raw, _field_types()[name])
-        if name == "databases" and isinstance(parsed, str):
-            parsed = _absolute_text(parsed)  # as __post_init__ stored it
-        if parsed != getattr(self, name):
+        value = parsed(raw, field_types(Context)[name])
+        if name == "databases" and isinstance(value, str):
+            value = _absolute_text(value)  # as __post_init__ stored it
+        if value != getattr(self, name):
             return ""
-        return f" (from ${ENV_PREFIX}{name.upper()})"
+        return f" (from ${variable(name)})"
 
     def _range_errors(self, typed: set[str]) -> list[tuple[str, str]]:
         """Values of the right type that are still impossible, each with its field."""
@@ -346,79 +349,6 @@ def _values_key(ctx: Context) -> tuple[Any, ...] | None:
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 PLANNING = ("upfront", "rolling")
 TOOL_CALLING_MODES = ("auto", "native", "text")  # agent.tools.binding.MODES, without its imports
-ENV_PREFIX = "DEEPREFLECT_"
-
-
-def _apply_environment(ctx: Context) -> None:
-    """Set each field still at its default from ``DEEPREFLECT_<FIELD>``, parsed to the
-    field's type; a value that does not parse is kept as text, so ``validate`` names it."""
-    for f in fields(Context):
-        raw = os.environ.get(ENV_PREFIX + f.name.upper())
-        if raw is None or getattr(ctx, f.name) != f.default:
-            continue
-        setattr(ctx, f.name, _parsed(raw, _field_types()[f.name]))
-
-
-def _parsed(raw: str, hint: Any) -> Any:
-    text = raw.strip()
-    kinds = [k for k in get_args(hint) if k is not type(None)] or [hint]
-    if type(None) in get_args(hint) and text.lower() in ("", "none", "null"):
-        return None
-    kind = kinds[0]
-    try:
-        if kind is bool:
-            return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}[
-                text.lower()
-            ]
-        if kind in (int, float):
-            return kind(text)
-    except (KeyError, ValueError):
-        return raw
-    return text
-
-
-_KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
-
-
-@cache
-def _field_types() -> dict[str, Any]:
-    """Each field's declared type, resolved from the annotations (``str | None``, ...)."""
-    hints = get_type_hints(Context)
-    return {f.name: hints[f.name] for f in fields(Context)}
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    """An int that is not a bool (``True`` is an int to Python, not a count to us)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _matches(value: object, kind: type) -> bool:
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return _is_int(value)
-    if kind is float:  # an int is a fine number of seconds; nan and inf are not
-        return (
-            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        )
-    return isinstance(value, kind)
-
-
-def _type_problem(value: object, hint: Any) -> str | None:
-    """What ``value`` should have been for a field declared ``hint``, or None if it fits."""
-    optional = get_origin(hint) in (Union, types.UnionType)
-    kinds = [k for k in get_args(hint) if k is not type(None)] if optional else [hint]
-    if (optional and value is None) or any(_matches(value, kind) for kind in kinds):
-        return None
-    expected = " or ".join(_KIND.get(kind, kind.__name__) for kind in kinds)
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:59] + "…"
-    return f"{expected}{' or None' if optional else ''}, got {shown} ({type(value).__name__})"
-
-
-def context_fields() -> list[str]:
-    """Names of the configurable fields, for the CLI and docs."""
-    return [f.name for f in fields(Context)]
 
 
 def as_context(value: Any) -> Context:

@@ -107,7 +107,7 @@ def _run_goal(args: argparse.Namespace, console: Console, goal: str, ctx: Contex
     from agent.runs.progress import Progress, line
     from agent.runs.runner import run
     from agent.store.checkpointers import open_checkpointer
-    from agent.vfs.user_files import describe_files
+    from agent.vfs.host_disk import describe_files
 
     check_models(ctx)
     files = loaded_files(args)

@@ -102,7 +102,7 @@ def loaded_files(args: argparse.Namespace) -> dict[str, str] | None:
     folder held but was left out is said on stderr."""
     if not getattr(args, "files", None):
         return None
-    from agent.vfs.user_files import load_files
+    from agent.vfs.host_disk import load_files
 
     skipped: list[str] = []
     files = load_files(args.files, skipped=skipped)

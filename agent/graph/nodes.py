@@ -51,7 +51,7 @@ from agent.graph.turn import (
 )
 from agent.models.factory import JUDGE, Metered, merge_usage
 from agent.plan.planner import apply_plan, ask_planner
-from agent.plan.steps import ready_steps
+from agent.plan.progress import ready_steps
 from agent.prompts import render
 from agent.reflection.answers import Answer, labels_text, parse_answer, review_request, typed_choice
 from agent.reflection.budget import budget_of
@@ -70,7 +70,7 @@ from agent.tools.approvals import (
 from agent.tools.execute import CallScope
 from agent.vfs.entries import merge_files, scratch_prefix
 from agent.vfs.quoting import quote_data
-from agent.vfs.user_files import keep_origin, user_paths
+from agent.vfs.user_entries import keep_origin, user_paths
 
 __all__ = [
     "MAX_GOAL_CHARS",

@@ -8,7 +8,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from agent.plan.steps import is_done
+from agent.plan.progress import is_done
 
 
 class Result(TypedDict):

@@ -16,18 +16,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
-from agent.plan.steps import (
-    MAX_INSTRUCTIONS_CHARS,
-    PlanDraft,
-    Step,
-    merge_replan,
-    parse_plan,
-    plan_draft_for,
-)
+from agent.plan.progress import merge_replan
+from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
+from agent.plan.validation import parse_plan
 from agent.prompts import render
 from agent.vfs.entries import PathError, summarize_files, validate_path
 from agent.vfs.quoting import data_block
-from agent.vfs.user_files import planner_view
+from agent.vfs.user_entries import planner_view
 
 __all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
 
@@ -55,25 +50,9 @@ async def ask_planner(
     ``databases``: the names (never the paths) of the databases the user declared, which
     the planner is shown and its sql checks may name."""
     files = state.get("files") or {}
-    old = state.get("plan")
-    system = render(
-        "planner",
-        actions=describe_registry(registry),
-        check_kinds=describe_kinds(),
-        databases=describe_databases(databases),
-        max_plan_steps=max_plan_steps,
-        planning=render(f"planning_{planning}"),
+    messages = _planner_messages(
+        state, registry, reason, answer, max_plan_steps, planning, databases
     )
-    human = render(
-        "planner_input",
-        goal=state.get("goal", ""),
-        answer=answer,
-        reason=reason,
-        plan=json.dumps(old, indent=1) if old else "",
-        files=data_block(summarize_files(files, int(state.get("step") or 0))),
-        user_files=planner_view(files),
-    )
-    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(human)]
     outcome = PlanOutcome(None)
     answers: list[str] = []
     # docs/architecture.md: one retry with the errors, then escalate; a retry that repeats
@@ -99,20 +78,65 @@ async def ask_planner(
         answers.append(shown)
         if attempt == 2 or (attempt == 1 and not repeated):
             break
-        listed = "\n".join(f"- {e}" for e in outcome.errors)
-        if repeated:
-            example = example_plan(str(state.get("goal", "")), registry, draft)
-            retry = render(
-                "planner_retry_example",
-                errors=listed,
-                actions=", ".join(sorted(registry)),
-                check_kinds=describe_kinds(),
-                example=example,
-            )
-        else:
-            retry = render("planner_retry", errors=listed)
+        retry = _retry_prompt(outcome.errors, state, registry, draft, repeated=repeated)
         messages += [AIMessage(shown), HumanMessage(retry)]
     return outcome
+
+
+def _planner_messages(
+    state: Mapping[str, Any],
+    registry: Mapping[str, SubAgent],
+    reason: str,
+    answer: str,
+    max_plan_steps: int,
+    planning: str,
+    databases: Collection[str],
+) -> list[BaseMessage]:
+    """The planner's first prompt: the actions, check kinds and databases it may use, then
+    the goal, the answer or reason for replanning, the current plan and the files."""
+    files = state.get("files") or {}
+    old = state.get("plan")
+    system = render(
+        "planner",
+        actions=describe_registry(registry),
+        check_kinds=describe_kinds(),
+        databases=describe_databases(databases),
+        max_plan_steps=max_plan_steps,
+        planning=render(f"planning_{planning}"),
+    )
+    human = render(
+        "planner_input",
+        goal=state.get("goal", ""),
+        answer=answer,
+        reason=reason,
+        plan=json.dumps(old, indent=1) if old else "",
+        files=data_block(summarize_files(files, int(state.get("step") or 0))),
+        user_files=planner_view(files),
+    )
+    return [SystemMessage(system), HumanMessage(human)]
+
+
+def _retry_prompt(
+    errors: list[str],
+    state: Mapping[str, Any],
+    registry: Mapping[str, SubAgent],
+    draft: PlanDraft | None,
+    *,
+    repeated: bool,
+) -> str:
+    """The retry's prompt: the errors, and an example plan when the answer repeated an
+    earlier invalid one (``draft``: that answer, None when it did not parse)."""
+    listed = "\n".join(f"- {e}" for e in errors)
+    if not repeated:
+        return render("planner_retry", errors=listed)
+    example = example_plan(str(state.get("goal", "")), registry, draft)
+    return render(
+        "planner_retry_example",
+        errors=listed,
+        actions=", ".join(sorted(registry)),
+        check_kinds=describe_kinds(),
+        example=example,
+    )
 
 
 # a relative file name in the goal's text, not the tail of an absolute or climbing path

@@ -14,7 +14,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from agent.context import Context
-from agent.plan.steps import is_done, pending_steps, plan_actual_diff, ready_steps
+from agent.plan.diff import plan_actual_diff
+from agent.plan.progress import is_done, pending_steps, ready_steps
 from agent.prompts import render
 from agent.reflection.answers import choices
 from agent.reflection.budget import budget_of

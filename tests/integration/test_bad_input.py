@@ -31,7 +31,8 @@ from agent.controller.subagents import build_registry
 from agent.graph.nodes import Reflection, Subagent
 from agent.graph.roles import Roles
 from agent.models.factory import tool_call
-from agent.plan.steps import STEP_ID, parse_plan
+from agent.plan.steps import STEP_ID
+from agent.plan.validation import parse_plan
 from agent.reflection.rules import RULES
 from agent.runs.runner import thread_config
 from agent.state import CUT_KEY, MAX_GOAL_CHARS, PREVIEW_CHARS, bounded_message, bounded_messages

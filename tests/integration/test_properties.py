@@ -23,7 +23,8 @@ from agent.checks.critique import blocking, ground, parse_critique
 from agent.context import DEPTH_CAP_BY_WORKLOAD, Context
 from agent.controller.revise import LoopConfig, revise_loop
 from agent.models.factory import tool_call
-from agent.plan.steps import parse_plan, pending_steps, ready_steps
+from agent.plan.progress import pending_steps, ready_steps
+from agent.plan.validation import parse_plan
 from agent.reflection import rules
 from agent.vfs.entries import validate_path
 

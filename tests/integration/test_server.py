@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,13 +38,14 @@ def _user(text: str) -> dict:
 
 
 def test_studio_shows_every_context_field_with_its_description(client):
-    from agent.context import context_fields
+    from agent.context import Context
 
+    names = [f.name for f in dataclasses.fields(Context)]
     assistant = client.assistants.search(graph_id="deep_agent")[0]
     schema = client.assistants.get_schemas(assistant["assistant_id"])["context_schema"]
     properties = schema["properties"]
-    assert set(context_fields()) <= set(properties)
-    assert all(properties[name].get("description") for name in context_fields())
+    assert set(names) <= set(properties)
+    assert all(properties[name].get("description") for name in names)
 
 
 def test_escalation_interrupts_the_thread_and_a_new_message_resumes_it(client):

@@ -18,7 +18,7 @@ from agent.checks.databases import (
     parse_databases,
 )
 from agent.plan.planner import describe_databases
-from agent.plan.steps import parse_plan
+from agent.plan.validation import parse_plan
 from agent.prompts import render
 
 ACTIONS = {"writer", "coder"}

@@ -1,6 +1,8 @@
 import pytest
 
-from agent.plan.steps import merge_replan, parse_plan, plan_actual_diff, ready_steps
+from agent.plan import plan_actual_diff
+from agent.plan.progress import merge_replan, ready_steps
+from agent.plan.validation import parse_plan
 from agent.vfs.entries import file_entry
 from tests.fakes import chain, step
 

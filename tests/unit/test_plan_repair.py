@@ -13,7 +13,9 @@ from agent.checks import describe_kinds
 from agent.controller.subagents import build_registry
 from agent.models.factory import Metered, ScriptedChatModel
 from agent.plan.planner import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
-from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, merge_same_outputs, parse_plan
+from agent.plan.same_outputs import merge_same_outputs
+from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step
+from agent.plan.validation import parse_plan
 from agent.vfs.entries import file_entry
 from tests.fakes import step
 

@@ -1,5 +1,6 @@
 """The user's files at the boundary: reading them from disk, checking what callers send, and
-taking a graph input's raw values into the thread (agent.vfs.user_files)."""
+taking a graph input's raw values into the thread (agent.vfs.host_disk, agent.vfs.user_files,
+agent.vfs.user_entries)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.plan.steps import parse_plan
+from agent.plan.validation import parse_plan
 from agent.vfs.entries import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
+from agent.vfs.host_disk import MAX_SCANNED, load_files
+from agent.vfs.user_entries import keep_origin, planner_view, taken_in, user_paths
 from agent.vfs.user_files import (
-    MAX_SCANNED,
     MAX_USER_BYTES,
     MAX_USER_FILES,
     UserFileError,
     check_user_files,
     folder_clash,
-    keep_origin,
-    load_files,
-    planner_view,
-    taken_in,
-    user_paths,
 )
 from tests.fakes import step
 
