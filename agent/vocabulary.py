@@ -13,7 +13,11 @@ from enum import StrEnum
 
 
 class Status(StrEnum):
-    """Where a thread stands (the ``status`` state key and ``Result.status``)."""
+    """Where a thread stands (the ``status`` state key and ``Result.status``).
+
+    ``deepreflect show`` and ``threads`` print a ``running`` thread that no process holds as
+    ``interrupted`` (``agent.store.threads``): a way of showing ``running``, never stored.
+    """
 
     RUNNING = "running"
     SUCCESS = "success"
@@ -22,11 +26,18 @@ class Status(StrEnum):
     FAILED = "failed"
 
 
-class StopReason(StrEnum):
-    """Why the last run of a thread stopped (the ``stop_reason`` state key)."""
+WAITING: tuple[Status, ...] = (Status.AWAITING_INPUT, Status.BUDGET_EXHAUSTED)
+"""The statuses in which a thread waits for a human's answer."""
 
+
+class StopReason(StrEnum):
+    """Why the last run of a thread stopped (the ``stop_reason`` state key), grouped by the
+    status it comes with (docs/how-it-stops.md's table)."""
+
+    # success
     END = "end"
     ACCEPTED_BY_HUMAN = "accepted_by_human"
+    # awaiting_input: an escalation, or tool calls waiting for a human's approval
     DEPTH_CAP = "depth_cap"
     REPEATED_DEFECT = "repeated_defect"
     SUBAGENT_FAILED_TWICE = "subagent_failed_twice"
@@ -34,9 +45,11 @@ class StopReason(StrEnum):
     INVALID_PLAN = "invalid_plan"
     UNKNOWN_ERROR = "unknown_error"
     AWAITING_APPROVAL = "awaiting_approval"
+    # budget_exhausted
     TOKEN_BUDGET = "token_budget"
     TIME_BUDGET = "time_budget"
     STEP_BUDGET = "step_budget"
+    # failed: a permanent error (the error classes of agent.errors) or a human's stop
     INVALID_INPUT = "invalid_input"
     PERMISSION_DENIED = "permission_denied"
     POLICY_REJECTED = "policy_rejected"

@@ -25,6 +25,7 @@ from agent.controller.revise import LoopConfig, revise_loop
 from agent.models.factory import tool_call
 from agent.plan.steps import parse_plan, pending_steps, ready_steps
 from agent.reflection import rules
+from agent.reflection.situation import Situation
 from agent.vfs.entries import validate_path
 
 PROPS = settings(
@@ -130,7 +131,7 @@ EMPTY = {"version": 1, "steps": []}
 
 
 @st.composite
-def situations(draw, *, dispatched: bool = True) -> rules.Situation:
+def situations(draw, *, dispatched: bool = True) -> Situation:
     n = draw(st.integers(0, 5))
     ids = [f"S{i}" for i in range(1, n + 1)]
     steps = []
@@ -173,7 +174,7 @@ def situations(draw, *, dispatched: bool = True) -> rules.Situation:
             "observation": st.text(max_size=20),
         }
     )
-    return rules.Situation(
+    return Situation(
         goal=draw(st.text(max_size=20)),
         plan={"version": 1, "steps": steps} if n else draw(st.sampled_from([None, EMPTY])),
         files=files,
