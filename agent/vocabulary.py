@@ -5,6 +5,11 @@ member of one ``StrEnum`` here. Their string values are the contract (state, str
 CLI's JSON, the docs' tables), and a ``StrEnum`` member *is* its string, so a caller that
 compares with ``"success"`` keeps working. The docs' tables are tested against these
 classes (``tests/unit/test_vocabulary.py``).
+
+What goes into state or a journal is the member's plain string (``.value``, or ``str(x)``):
+LangGraph's serializer keeps an enum member as an object of this module, which a checkpoint's
+other readers refuse or warn about (``tests/integration/test_plain_state.py``). Compare and
+pass members freely; store strings.
 """
 
 from __future__ import annotations
@@ -76,6 +81,23 @@ class LoopStop(StrEnum):
     TIMEOUT = "timeout"
     CRITIC_ERROR = "critic_error"
     GENERATOR_ERROR = "generator_error"
+
+
+class ApprovalStatus(StrEnum):
+    """Where a request for a human's approval of a tool call stands (``approvals[*].status``)."""
+
+    PENDING = "pending"
+    DECIDED = "decided"
+
+
+class CallStatus(StrEnum):
+    """A tool call's record in the journal of calls that happen once (``agent.store.journal``)."""
+
+    STARTED = "started"
+    DONE = "done"
+    """Settled with a result, which is reused from then on."""
+    FAILED = "failed"
+    """Settled with a definite error: the call may be made again."""
 
 
 class Workload(StrEnum):

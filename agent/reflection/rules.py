@@ -66,7 +66,8 @@ def rule_fatal_error(s: Situation) -> Decision | None:
 
 
 def rule_progress(s: Situation) -> Decision | None:
-    """Rule 0: every artifact of this round passed and steps remain: continue, no model."""
+    """Progress is not reflection: every artifact of this round passed and steps remain, so
+    continue without asking the model or counting depth."""
     if not s.dispatched or not s.plan or s.exhausted:
         return None  # budgets stay hard limits even while every step passes
     outputs = {st["step_id"]: st["expected_output"] for st in s.plan["steps"]}
@@ -91,7 +92,7 @@ def rule_progress(s: Situation) -> Decision | None:
 
 
 def rule_depth_cap(s: Situation) -> Decision | None:
-    """Rule 1: the cap is reached: escalate, forced, without asking the model."""
+    """The depth cap is reached: escalate, forced, without asking the model."""
     if s.depth < s.cap:
         return None
     return Decision(
@@ -112,7 +113,7 @@ def rule_depth_cap(s: Situation) -> Decision | None:
 
 
 def rule_budget(s: Situation) -> Decision | None:
-    """Rule 2: a budget is spent: state is kept, a human may resume with more."""
+    """A budget is spent: state is kept, a human may resume with more."""
     if s.exhausted is None:
         return None
     what = s.exhausted.replace("_", " ")
@@ -128,7 +129,7 @@ def rule_budget(s: Situation) -> Decision | None:
 
 
 def rule_repeated_defect(s: Situation) -> Decision | None:
-    """Rule 3: the same defect twice in a row, or a step that failed twice: ask a human."""
+    """The same defect twice in a row, or a step that failed twice: ask a human."""
     repeated = sorted(set(s.defects) & set(s.previous_defects))
     if repeated:
         step_id, evidence = _defect_evidence(s, repeated[0])
@@ -188,7 +189,7 @@ def failed_round(s: Situation, error: str) -> Decision:
 
 
 def validate_decision(d: Decision, s: Situation) -> Decision:
-    """Rule 5: overrule an ``end`` without evidence and a ``continue`` with nothing to do."""
+    """Overrule an ``end`` without evidence and a ``continue`` with nothing to do."""
     if d.decision == vocabulary.Decision.END:
         done = s.done_files()
         missing = [st["step_id"] for st in pending_steps(s.plan, s.files)]

@@ -29,7 +29,7 @@ from typing import Any
 
 from agent.errors import ConfigError
 from agent.store.journal import canonical, key_material
-from agent.vocabulary import Status, StopReason
+from agent.vocabulary import ApprovalStatus, Status, StopReason
 
 __all__ = [
     "DECISIONS",
@@ -112,7 +112,7 @@ def pending_requests(
         dict(a)
         for a in (approvals or {}).values()
         if a
-        and a.get("status") == "pending"
+        and a.get("status") == ApprovalStatus.PENDING
         and (plan_version is None or a.get("plan_version") == plan_version)
     ]
     return sorted(waiting, key=lambda a: (a.get("asked_at", 0), a.get("id", "")))
@@ -257,5 +257,9 @@ def decided(
     for request in requests:
         decision = decisions.get(request["id"])
         if decision is not None:
-            update[request["id"]] = {**request, "status": "decided", "decision": dict(decision)}
+            update[request["id"]] = {
+                **request,
+                "status": ApprovalStatus.DECIDED.value,
+                "decision": dict(decision),
+            }
     return update

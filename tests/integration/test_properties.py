@@ -210,7 +210,7 @@ def test_the_rules_never_end_and_force_a_stop_at_the_depth_cap_or_budget(s):
         return
     assert decision.decision != "end"  # only a validated model answer may end
     if decision.decision == "continue":
-        assert s.ready and not decision.counts_depth  # rule 0: progress, depth unchanged
+        assert s.ready and not decision.counts_depth  # progress is not reflection: depth unchanged
     if s.depth >= s.cap or s.exhausted:
         assert decision.decision in ("escalate", "fail") or not decision.counts_depth
     if decision.decision == "escalate":
