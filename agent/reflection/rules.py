@@ -40,7 +40,8 @@ class Decision:
     counts_depth: bool = True
     stop_reason: StopReason | None = None
     status: Status | None = None
-    """Set only where the escalation's status is not ``awaiting_input``."""
+    """Set only where the run's status is not ``awaiting_input``: a budget spent, a fatal
+    error."""
     question: str | None = None
     suggested_responses: list[str] = field(default_factory=list)
     final_answer: str | None = None
