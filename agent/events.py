@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agent.vocabulary import Decision
+
 if TYPE_CHECKING:  # imported when a message is made: `deepreflect show` starts without it
     from langchain_core.messages import AIMessage
 
@@ -183,7 +185,7 @@ def _decision_text(event: Mapping[str, Any]) -> str:
     how = [f"by {event.get('by')}"] + (["forced"] if event.get("forced") else [])
     how.append(f"depth {event.get('depth')}")
     head = f"**Reflection**, round {event.get('round')}: {event.get('decision')} ({', '.join(how)})"
-    if event.get("decision") == "escalate":
+    if event.get("decision") == Decision.ESCALATE:
         # the question itself follows as the pause's own message; here only why
         why = event.get("stop_reason")
         return head + (f" — {_one_line(why, 80)}" if why else "")

@@ -104,9 +104,11 @@ class State(TypedDict, total=False):
     escalation: dict[str, Any] | None
     """The pending question for a human, or None."""
     status: str
-    """running, success, awaiting_input, budget_exhausted or failed."""
+    """A :class:`~agent.vocabulary.Status` value, stored as its plain string (a checkpoint
+    would keep an enum member as an object)."""
     stop_reason: str | None
-    """Why the last run stopped (docs/architecture.md, Terminal states)."""
+    """Why the last run stopped: a :class:`~agent.vocabulary.StopReason` value, stored as its
+    plain string (docs/how-it-stops.md)."""
     usage: Annotated[dict[str, dict[str, int]], _usage]
     """Tokens and model calls per role, summed over the thread."""
     trajectory: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]

@@ -5,6 +5,11 @@ member of one ``StrEnum`` here. Their string values are the contract (state, str
 CLI's JSON, the docs' tables), and a ``StrEnum`` member *is* its string, so a caller that
 compares with ``"success"`` keeps working. The docs' tables are tested against these
 classes (``tests/unit/test_vocabulary.py``).
+
+What goes into state or a journal is the member's plain string (``.value``, or ``str(x)``):
+LangGraph's serializer keeps an enum member as an object of this module, which a checkpoint's
+other readers refuse or warn about (``tests/integration/test_plain_state.py``). Compare and
+pass members freely; store strings.
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ from enum import StrEnum
 
 
 class Status(StrEnum):
-    """Where a thread stands (the ``status`` state key and ``Result.status``)."""
+    """Where a thread stands (the ``status`` state key and ``Result.status``).
+
+    ``deepreflect show`` and ``threads`` print a ``running`` thread that no process holds as
+    ``interrupted`` (``agent.store.threads``): a way of showing ``running``, never stored.
+    """
 
     RUNNING = "running"
     SUCCESS = "success"
@@ -22,11 +31,18 @@ class Status(StrEnum):
     FAILED = "failed"
 
 
-class StopReason(StrEnum):
-    """Why the last run of a thread stopped (the ``stop_reason`` state key)."""
+WAITING: tuple[Status, ...] = (Status.AWAITING_INPUT, Status.BUDGET_EXHAUSTED)
+"""The statuses in which a thread waits for a human's answer."""
 
+
+class StopReason(StrEnum):
+    """Why the last run of a thread stopped (the ``stop_reason`` state key), grouped by the
+    status it comes with (docs/how-it-stops.md's table)."""
+
+    # success
     END = "end"
     ACCEPTED_BY_HUMAN = "accepted_by_human"
+    # awaiting_input: an escalation, or tool calls waiting for a human's approval
     DEPTH_CAP = "depth_cap"
     REPEATED_DEFECT = "repeated_defect"
     SUBAGENT_FAILED_TWICE = "subagent_failed_twice"
@@ -34,9 +50,11 @@ class StopReason(StrEnum):
     INVALID_PLAN = "invalid_plan"
     UNKNOWN_ERROR = "unknown_error"
     AWAITING_APPROVAL = "awaiting_approval"
+    # budget_exhausted
     TOKEN_BUDGET = "token_budget"
     TIME_BUDGET = "time_budget"
     STEP_BUDGET = "step_budget"
+    # failed: a permanent error (the error classes of agent.errors) or a human's stop
     INVALID_INPUT = "invalid_input"
     PERMISSION_DENIED = "permission_denied"
     POLICY_REJECTED = "policy_rejected"
@@ -63,6 +81,23 @@ class LoopStop(StrEnum):
     TIMEOUT = "timeout"
     CRITIC_ERROR = "critic_error"
     GENERATOR_ERROR = "generator_error"
+
+
+class ApprovalStatus(StrEnum):
+    """Where a request for a human's approval of a tool call stands (``approvals[*].status``)."""
+
+    PENDING = "pending"
+    DECIDED = "decided"
+
+
+class CallStatus(StrEnum):
+    """A tool call's record in the journal of calls that happen once (``agent.store.journal``)."""
+
+    STARTED = "started"
+    DONE = "done"
+    """Settled with a result, which is reused from then on."""
+    FAILED = "failed"
+    """Settled with a definite error: the call may be made again."""
 
 
 class Workload(StrEnum):

@@ -43,6 +43,7 @@ from agent.tools.filesystem import (
 )
 from agent.tools.text_calls import fenced_file, tool_calls_from_text
 from agent.vfs.entries import Workspace, evidence_line, file_entry, scratch_prefix
+from agent.vocabulary import FileStatus
 
 MAX_TOOL_TURNS = 12
 _TIMING = re.compile(r"\d+\.\d+s")  # pytest durations differ between identical failures
@@ -426,13 +427,13 @@ class StepWorker:
         for scratch_path, content in self.workspace.written.items():
             if scratch_path != path:
                 self.run.files[scratch_path] = file_entry(
-                    content, step=self.round, status="active", step_id=self.step_id
+                    content, step=self.round, status=FileStatus.ACTIVE, step_id=self.step_id
                 )
         if best or path in self.workspace.written:
             self.run.files[path] = file_entry(
                 best,
                 step=self.round,
-                status="done" if passed else "failed",
+                status=FileStatus.DONE if passed else FileStatus.FAILED,
                 step_id=self.step_id,
                 check=report,
                 evidence_line=evidence_line(report, content=best),
@@ -466,7 +467,7 @@ class StepWorker:
         self.run.files[critique_path] = file_entry(
             body,
             step=self.round,
-            status="active",
+            status=FileStatus.ACTIVE,
             step_id=self.step_id,
             kind="critique",
             defect=signature,

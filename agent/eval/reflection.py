@@ -52,6 +52,7 @@ from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, s
 from agent.eval.datasets import Task
 from agent.models.factory import JUDGE, Metered, merge_usage, total_tokens
 from agent.prompts import load_prompt
+from agent.vocabulary import StructuredOutput
 
 Evidence = Literal["check", "visible"]
 DEFAULT_ROUNDS = 2
@@ -138,8 +139,12 @@ class _Trial:
         self.task = task
         self.spec, self.note = _evidence_spec(task, evidence)
         self.grader = _Grader(task)
-        self.coder = Metered(model, "coder", "function_calling")
-        self.judge = Metered(critic, JUDGE, "function_calling") if critic is not None else None
+        self.coder = Metered(model, "coder", StructuredOutput.FUNCTION_CALLING)
+        self.judge = (
+            Metered(critic, JUDGE, StructuredOutput.FUNCTION_CALLING)
+            if critic is not None
+            else None
+        )
         # the grading files (pytest tests) are readable only when they are the loop's evidence
         inputs = dict(task.files) if evidence == "check" else {}
         self.worker = _coder(task, self.spec, inputs, self.coder)

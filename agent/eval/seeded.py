@@ -30,6 +30,7 @@ from agent.eval.datasets import Task
 from agent.eval.mutations import OPERATORS, Mutant, mutants
 from agent.eval.probe import probe
 from agent.models.factory import JUDGE, Metered, total_tokens
+from agent.vocabulary import StructuredOutput
 
 SEEDED_TIMEOUT_S = 3.0
 
@@ -94,7 +95,9 @@ def seed_task(
     check = dict(task.check)
     if check.get("kind") in ("python", "pytest"):
         check["timeout_s"] = timeout_s
-    judge = Metered(critic, JUDGE, "function_calling") if critic is not None else None
+    judge = (
+        Metered(critic, JUDGE, StructuredOutput.FUNCTION_CALLING) if critic is not None else None
+    )
     reference = _judge(task, task.reference, check, judge)
     record: dict[str, Any] = {"id": task.id, "reference": reference, "mutants": []}
     if not reference["check_passed"]:

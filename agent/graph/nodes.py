@@ -55,11 +55,15 @@ from agent.plan.progress import ready_steps
 from agent.prompts import render
 from agent.reflection.answers import Answer, labels_text, parse_answer, review_request, typed_choice
 from agent.reflection.budget import budget_of
+from agent.reflection.model_view import (
+    ReflectionAnswer,
+    from_answer,
+    reflection_messages,
+    summary_changes,
+)
+from agent.reflection.situation import Situation, situation_from_state
 from agent.state import MAX_GOAL_CHARS, SubagentTask
 from agent.store.journal import journal_for
-from agent.tools.approvals import (
-    STOP_REASON as APPROVAL_STOP_REASON,
-)
 from agent.tools.approvals import (
     approval_payload,
     decided,
@@ -71,6 +75,7 @@ from agent.tools.execute import CallScope
 from agent.vfs.entries import merge_files, scratch_prefix
 from agent.vfs.quoting import quote_data
 from agent.vfs.user_entries import keep_origin, user_paths
+from agent.vocabulary import Decision, StopReason
 
 __all__ = [
     "MAX_GOAL_CHARS",
@@ -106,12 +111,12 @@ ESCALATE_ROUTE: dict[str, EscalateRoute] = {
 # a model error that choosing another model (or its key) fixes: the failure says how
 MODEL_FIXES = (ErrorClass.PERMISSION_DENIED, ErrorClass.INVALID_INPUT)
 # where each decision leads: the one table both reflection and forced escalations use
-ROUTE: dict[rules.DecisionName, ReflectionRoute] = {
-    "continue": "planner",
-    "replan": "planner",
-    "end": "finalize",
-    "escalate": "escalate",
-    "fail": "finalize",
+ROUTE: dict[Decision, ReflectionRoute] = {
+    Decision.CONTINUE: "planner",
+    Decision.REPLAN: "planner",
+    Decision.END: "finalize",
+    Decision.ESCALATE: "escalate",
+    Decision.FAIL: "finalize",
 }
 
 
@@ -371,7 +376,7 @@ class Reflection:
         ctx = as_context(runtime.context)
         if (failure := config_failure(ctx)) is not None:
             return Command(goto="finalize", update=failure)
-        s = rules.situation_from_state(state, ctx)
+        s = situation_from_state(state, ctx)
         update: dict[str, Any] = {}
         if requests := pending_requests(state.get("approvals"), plan_version(state)):
             # before any rule: a step waits for a human, whatever the others did
@@ -388,20 +393,20 @@ class Reflection:
                 return model_failure(exc, "reflection", state, ctx, {"usage": metered.usage})
             update["usage"] = metered.usage
             decision = rules.validate_decision(decision, s)
-        update["file_summaries"] = rules.summary_changes(state.get("file_summaries") or {}, s)
+        update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)
         return command_for(decision, state, ctx, update, situation=s)
 
 
-async def ask_reflection(metered: Metered, s: rules.Situation) -> rules.Decision:
+async def ask_reflection(metered: Metered, s: Situation) -> rules.Decision:
     """The reflection model's decision; malformed twice is a failed round, never an end."""
-    messages = rules.reflection_messages(s)
-    answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
+    messages = reflection_messages(s)
+    answer, raw = await metered.astructured(messages, ReflectionAnswer)
     if answer is None:  # one retry with the error
         messages += [AIMessage(raw[:1000]), HumanMessage(render("reflection_retry", error=raw))]
-        answer, raw = await metered.astructured(messages, rules.ReflectionAnswer)
+        answer, raw = await metered.astructured(messages, ReflectionAnswer)
     if answer is None:
         return rules.failed_round(s, raw)
-    return rules.from_answer(answer)
+    return from_answer(answer)
 
 
 def command_for(
@@ -410,11 +415,11 @@ def command_for(
     ctx: Context,
     update: dict[str, Any],
     *,
-    situation: rules.Situation | None = None,
+    situation: Situation | None = None,
 ) -> Command[ReflectionRoute]:
     """The one place a decision becomes an update and a destination, for reflection and
     for escalations decided elsewhere (an invalid plan, a model error)."""
-    s = situation or rules.situation_from_state(state, ctx)
+    s = situation or situation_from_state(state, ctx)
     entry = rules.log_entry(d, s)
     if d.final_answer:
         entry["final_answer"] = d.final_answer
@@ -427,7 +432,7 @@ def command_for(
         update = combined(update, {"messages": decision_told})
     if d.decision == "escalate":
         payload = rules.escalation_payload(d, s)
-        if d.stop_reason == APPROVAL_STOP_REASON:  # the requests, in LangChain's HITL shape
+        if d.stop_reason == StopReason.AWAITING_APPROVAL:  # the requests, in LangChain's HITL shape
             payload |= approval_payload(
                 pending_requests(state.get("approvals"), plan_version(state))
             )
@@ -435,7 +440,7 @@ def command_for(
             payload |= review_request(payload)
         update = combined(update, paused(state, payload))
     elif d.decision == "fail":
-        update |= {"status": "failed", "stop_reason": d.stop_reason}
+        update |= {"status": "failed", "stop_reason": entry.get("stop_reason")}
     elif d.decision == "replan":
         update["plan_request"] = {"reason": d.reason, "answer": ""}
     return Command(goto=ROUTE[d.decision], update=update)
@@ -450,11 +455,11 @@ def approval_decision(requests: Sequence[Mapping[str, Any]]) -> rules.Decision:
     """Pause on every pending tool-call request at once (``agent.tools.approvals``)."""
     payload = approval_payload(requests)
     return rules.Decision(
-        "escalate",
+        Decision.ESCALATE,
         payload["question"],
         forced=True,
         counts_depth=False,
-        stop_reason=APPROVAL_STOP_REASON,
+        stop_reason=StopReason.AWAITING_APPROVAL,
         question=payload["question"],
     )
 
@@ -463,11 +468,11 @@ def invalid_plan(errors: list[str]) -> rules.Decision:
     """docs/architecture.md: an invalid plan is retried once with its errors, then escalated."""
     shown = "; ".join(errors)
     return rules.Decision(
-        "escalate",
+        Decision.ESCALATE,
         "invalid_plan: " + quote_data("errors", shown, 400),
         forced=True,
         counts_depth=False,
-        stop_reason="invalid_plan",
+        stop_reason=StopReason.INVALID_PLAN,
         question="The planner could not produce a valid plan after one retry ("
         + quote_data("errors", shown, 300)
         + "). Can you clarify or narrow the goal?",
@@ -490,11 +495,11 @@ def model_failure(
             failure["decisions"][-1]["fix"] = render("model_error_fix").strip()
         return Command(goto="finalize", update=update | failure)
     decision = rules.Decision(
-        "escalate",
+        Decision.ESCALATE,
         evidence,
         forced=True,
         counts_depth=False,
-        stop_reason="unknown_error",
+        stop_reason=StopReason.UNKNOWN_ERROR,
         question=f"The {role} model failed with an unexpected error "
         f"({quote_data('error', evidence, 300)}). Retry?",
         suggested_responses=["retry", "stop here"],

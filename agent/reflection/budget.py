@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent.vocabulary import StopReason
+
 __all__ = ["BUDGET_FIELDS", "Budget", "budget_left", "budget_of"]
 
 BUDGET_FIELDS = ("token_budget", "time_budget_s", "max_steps")
@@ -28,15 +30,14 @@ class Budget:
     steps: int
 
     @property
-    def exhausted(self) -> str | None:
-        """The first budget that is spent (``token_budget``, ``time_budget``,
-        ``step_budget``), or None."""
+    def exhausted(self) -> StopReason | None:
+        """The first budget that is spent, as the stop reason it gives, or None."""
         if self.tokens <= 0:
-            return "token_budget"
+            return StopReason.TOKEN_BUDGET
         if self.seconds <= 0:
-            return "time_budget"
+            return StopReason.TIME_BUDGET
         if self.steps <= 0:
-            return "step_budget"
+            return StopReason.STEP_BUDGET
         return None
 
     def token_allowance(self, parallel: int) -> int:

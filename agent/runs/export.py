@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.vfs.entries import PathError, validate_path
+from agent.vocabulary import FileStatus
 
 if TYPE_CHECKING:  # the runner imports LangGraph's graph: `deepreflect export` does not need it
     from agent.runs.runner import Graph
@@ -84,7 +85,7 @@ def _chosen(files: Mapping[str, Mapping[str, Any]], include_all: bool) -> dict[s
     return {
         path: entry
         for path, entry in sorted(files.items())
-        if entry and (include_all or entry.get("status") == "done")
+        if entry and (include_all or entry.get("status") == FileStatus.DONE)
     }
 
 

@@ -17,8 +17,14 @@ from rich.text import Text
 
 from agent.events import is_progress
 from agent.graph.result import Result
+from agent.vocabulary import WAITING, Decision, FileStatus, Status, StopReason
 
-_STATUS_STYLE = {"done": "green", "failed": "red", "active": "yellow"}
+_STATUS_STYLE: dict[str, str] = {
+    FileStatus.DONE: "green",
+    FileStatus.FAILED: "red",
+    FileStatus.ACTIVE: "yellow",
+}
+_RESULT_STYLE: dict[str, str] = {Status.SUCCESS: "green", Status.FAILED: "red"}
 # C0 and C1 control characters but newline and tab: shown as \xNN, never sent to the
 # terminal, where an escape sequence in model text could recolour, move or retitle it.
 _CONTROLS = {
@@ -80,7 +86,7 @@ class Progress:
             together = " in parallel" if len(update["dispatch"]) > 1 else ""
             names = ", ".join(map(str, update["dispatch"]))
             self.say((f"round {update.get('step')}", "bold"), f": running {names}{together}")
-        if update.get("status") == "failed":
+        if update.get("status") == Status.FAILED:
             self.say(("rejected", "red"), f": {_reason(update)}")
 
     def _subagent(self, update: Mapping[str, Any]) -> None:
@@ -120,11 +126,11 @@ class Progress:
         """The escalate node reports only once answered (a pause writes nothing)."""
         if update.get("messages"):
             self.say(("answered", "yellow"), ": the planner takes the answer in")
-        elif update.get("stop_reason") == "accepted_by_human":
+        elif update.get("stop_reason") == StopReason.ACCEPTED_BY_HUMAN:
             self.say(("accepted", "green"), ": finishing with the artifacts as they are")
-        elif update.get("stop_reason") == "stopped_by_human":
+        elif update.get("stop_reason") == StopReason.STOPPED_BY_HUMAN:
             self.say(("stopped", "red"), " by the human")
-        elif update.get("status") == "running":
+        elif update.get("status") == Status.RUNNING:
             self.say(("continue", "yellow"), ": the turn goes on with fresh budgets")
 
 
@@ -141,7 +147,7 @@ def _reason(update: Mapping[str, Any]) -> str:
 def print_result(console: Console, result: Result) -> None:
     """The closing lines: outcome, artifacts, and for a pause the question and how to answer."""
     status, thread_id = result["status"], result["thread_id"]
-    style = {"success": "green", "failed": "red"}.get(status, "yellow")
+    style = _RESULT_STYLE.get(status, "yellow")
     console.print()
     console.print(
         line((status, f"bold {style}"), f" ({result['stop_reason']})  thread {thread_id}")
@@ -155,7 +161,7 @@ def print_result(console: Console, result: Result) -> None:
         console.print()
         console.print(line(result["final_answer"]))
     escalation = result.get("escalation")
-    if escalation and status in ("awaiting_input", "budget_exhausted"):
+    if escalation and status in WAITING:
         console.print()
         console.print(line(("question", "bold"), f": {escalation.get('question')}"))
         if escalation.get("kind") == "approval":
@@ -203,7 +209,7 @@ def history(values: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     for entry in values.get("decisions") or []:
         reason = entry.get("reason", "")
-        if entry.get("stop_reason") == "stopped_by_human":
+        if entry.get("stop_reason") == StopReason.STOPPED_BY_HUMAN:
             out.append("  human: stopped the run")
             continue
         if entry.get("by") == "human":
@@ -211,11 +217,11 @@ def history(values: Mapping[str, Any]) -> list[str]:
             continue
         where = f"round {entry['round']}" if entry.get("round") is not None else "end"
         out.append(f"  {where}: {entry.get('decision')} by {entry.get('by')} — {reason}")
-        if entry.get("decision") == "escalate":
+        if entry.get("decision") == Decision.ESCALATE:
             answer = next(answers, None)
             if answer is not None:
                 out.append(f"  human answered: {answer}")
-    if values.get("stop_reason") == "accepted_by_human":
+    if values.get("stop_reason") == StopReason.ACCEPTED_BY_HUMAN:
         out.append("  human: accepted the artifacts as they are")
     return out
 

@@ -25,6 +25,7 @@ from agent.store.checkpointers import db_location, list_threads, open_checkpoint
 from agent.store.lease import Lease, hold
 from agent.tools.approvals import decisions_problem, pending_requests
 from agent.vfs.user_files import check_user_files
+from agent.vocabulary import WAITING, Status
 
 # What build_graph returns, whatever its state schema: these functions pass it a Context.
 Graph = CompiledStateGraph[Any, Context, Any, Any]
@@ -41,8 +42,6 @@ def result_of(graph: Graph, thread_id: str) -> Result:
 
 
 OnUpdate = Callable[[str, dict[str, Any]], None]
-# Statuses in which a thread waits for a human answer (docs/architecture.md, Escalation and resume).
-WAITING = ("awaiting_input", "budget_exhausted")
 
 
 class NotAwaitingAnswer(ConfigError):
@@ -54,7 +53,7 @@ def answer_refusal(thread_id: str, status: str) -> str | None:
     if status in WAITING:
         return None
     msg = f"thread {thread_id} is not waiting for an answer (its status is {status})"
-    if status == "running":
+    if status == Status.RUNNING:
         msg += f"; `deepreflect resume {thread_id}` with no answer continues its stopped run"
     return f"{msg}; `deepreflect run --thread {thread_id} GOAL` starts a new turn on it"
 
@@ -231,7 +230,7 @@ def _resumed(
     if not values:
         msg = f"thread {thread_id!r} does not exist"
         raise ConfigError(msg)
-    refusal = answer_refusal(thread_id, str(values.get("status") or "running"))
+    refusal = answer_refusal(thread_id, str(values.get("status") or Status.RUNNING))
     if answer is not None and refusal:
         raise NotAwaitingAnswer(refusal)
     payload = _resume_payload(snapshot, thread_id, answer)

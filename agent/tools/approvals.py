@@ -29,6 +29,7 @@ from typing import Any
 
 from agent.errors import ConfigError
 from agent.store.journal import canonical, key_material
+from agent.vocabulary import ApprovalStatus, Status, StopReason
 
 __all__ = [
     "DECISIONS",
@@ -47,7 +48,6 @@ DECISIONS = ("approve", "edit", "reject")
 UNKNOWN_OUTCOME_DECISIONS = ("approve", "reject", "done")
 """For a call whose outcome is unknown: run it again, do not, or it happened (its result in
 ``message``)."""
-STOP_REASON = "awaiting_approval"
 
 
 def interrupt_config(interrupt_on: InterruptOn | None) -> dict[str, dict[str, Any]]:
@@ -112,7 +112,7 @@ def pending_requests(
         dict(a)
         for a in (approvals or {}).values()
         if a
-        and a.get("status") == "pending"
+        and a.get("status") == ApprovalStatus.PENDING
         and (plan_version is None or a.get("plan_version") == plan_version)
     ]
     return sorted(waiting, key=lambda a: (a.get("asked_at", 0), a.get("id", "")))
@@ -168,8 +168,8 @@ def approval_payload(requests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             {"label": "approve all", "value": {"decisions": [{"type": "approve"}] * len(actions)}},
             {"label": "reject all", "value": {"decisions": [{"type": "reject"}] * len(actions)}},
         ],
-        "stop_reason": STOP_REASON,
-        "status": "awaiting_input",
+        "stop_reason": StopReason.AWAITING_APPROVAL.value,  # plain strings: it is kept in state
+        "status": Status.AWAITING_INPUT.value,
     }
 
 
@@ -257,5 +257,9 @@ def decided(
     for request in requests:
         decision = decisions.get(request["id"])
         if decision is not None:
-            update[request["id"]] = {**request, "status": "decided", "decision": dict(decision)}
+            update[request["id"]] = {
+                **request,
+                "status": ApprovalStatus.DECIDED.value,
+                "decision": dict(decision),
+            }
     return update

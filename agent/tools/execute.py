@@ -44,6 +44,7 @@ from agent.tools.approvals import (
 from agent.tools.custom import declares_injected, output_text
 from agent.tools.filesystem import ToolOutcome, arguments_problem, run_tool_call
 from agent.vfs.entries import Workspace
+from agent.vocabulary import ApprovalStatus, CallStatus
 
 __all__ = ["AwaitingHuman", "CallScope", "ToolCaller"]
 
@@ -137,7 +138,9 @@ class ToolCaller:
         version = self.scope.plan_version
         aid = approval_id(self.step, version, occurrence, name, dict(args))
         record = self.scope.approvals.get(aid) or {}
-        if record.get("status") == "decided" and isinstance(record.get("decision"), Mapping):
+        if record.get("status") == ApprovalStatus.DECIDED and isinstance(
+            record.get("decision"), Mapping
+        ):
             return dict(record["decision"]), aid
         options = self.scope.interrupt_on[name]
         raise AwaitingHuman(
@@ -145,7 +148,7 @@ class ToolCaller:
                 {
                     "id": aid,
                     "kind": "approval",
-                    "status": "pending",
+                    "status": ApprovalStatus.PENDING.value,
                     "tool": name,
                     "args": dict(args),
                     "step_id": self.step_id,
@@ -167,10 +170,10 @@ class ToolCaller:
     ) -> ToolOutcome:
         journal, thread = self.scope.journal, self.scope.thread_id
         entry = await journal.get(thread, key) or {}
-        if entry.get("status") == "done":
+        if entry.get("status") == CallStatus.DONE:
             note["reused"] = True
             return ToolOutcome(str(entry.get("text", "")), bool(entry.get("ok")))
-        if entry.get("status") == "started":
+        if entry.get("status") == CallStatus.STARTED:
             settled = await self._settle(tool, policy, args, key, str(entry.get("reason", "")))
             if settled is not None:
                 note["settled"] = True
@@ -180,11 +183,15 @@ class ToolCaller:
             "step_id": self.step_id,
             "args_digest": args_digest(tool.name, args),
         }
-        await journal.put(thread, key, {**base, "status": "started", "started_at": time.time()})
+        await journal.put(
+            thread, key, {**base, "status": CallStatus.STARTED.value, "started_at": time.time()}
+        )
         outcome = await self._invoke(tool, args, key)
         if outcome.error_class in UNKNOWN_CLASSES:
             reason = f"the call failed with {outcome.text[:200]}"
-            await journal.put(thread, key, {**base, "status": "started", "reason": reason})
+            await journal.put(
+                thread, key, {**base, "status": CallStatus.STARTED.value, "reason": reason}
+            )
             settled = await self._settle(tool, policy, args, key, reason, retried=True)
             return settled if settled is not None else outcome
         return await self._finished(tool, key, outcome)
@@ -210,7 +217,9 @@ class ToolCaller:
             return None if not retried else await self._invoke_again(tool, args, key)
         uid = unknown_outcome_id(key)
         record = self.scope.approvals.get(uid) or {}
-        decision = record.get("decision") if record.get("status") == "decided" else None
+        decision = (
+            record.get("decision") if record.get("status") == ApprovalStatus.DECIDED else None
+        )
         if isinstance(decision, Mapping):
             if decision.get("type") == "approve":
                 return None
@@ -224,7 +233,7 @@ class ToolCaller:
                 {
                     "id": uid,
                     "kind": "unknown_outcome",
-                    "status": "pending",
+                    "status": ApprovalStatus.PENDING.value,
                     "tool": tool.name,
                     "args": dict(args),
                     "call_key": key,
@@ -254,7 +263,7 @@ class ToolCaller:
         entry = {
             "tool": tool.name,
             "step_id": self.step_id,
-            "status": "done" if outcome.ok else "failed",
+            "status": (CallStatus.DONE if outcome.ok else CallStatus.FAILED).value,
             "text": outcome.text,
             "ok": outcome.ok,
             "via": via,

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphBubbleUp
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.errors import classify, describe
+from agent.errors import ErrorClass, classify, describe
 from agent.tools.custom import inject_workspace, output_text
 from agent.vfs.entries import PathError, Workspace
 
@@ -203,16 +203,20 @@ async def run_tool_call(
         return ToolOutcome(
             f"invalid_input: unknown tool {shown}; available: {', '.join(tools)}",
             False,
-            "invalid_input",
+            ErrorClass.INVALID_INPUT.value,
         )
     args = call.get("args")
     if not isinstance(args, Mapping):
         return ToolOutcome(
-            f"invalid_input: arguments of {name} must be an object", False, "invalid_input"
+            f"invalid_input: arguments of {name} must be an object",
+            False,
+            ErrorClass.INVALID_INPUT.value,
         )
     if problem := arguments_problem(args):
         return ToolOutcome(
-            f"invalid_input: the arguments of {name} are refused: {problem}", False, "invalid_input"
+            f"invalid_input: the arguments of {name} are refused: {problem}",
+            False,
+            ErrorClass.INVALID_INPUT.value,
         )
     try:
         call_args = inject_workspace(tool, args, workspace) if workspace else dict(args)
@@ -224,8 +228,8 @@ async def run_tool_call(
     except PathError as exc:
         text = str(exc)
         if text.startswith("permission_denied"):
-            return ToolOutcome(text, False, "permission_denied")
-        return ToolOutcome("invalid_input: " + text, False, "invalid_input")
+            return ToolOutcome(text, False, ErrorClass.PERMISSION_DENIED.value)
+        return ToolOutcome("invalid_input: " + text, False, ErrorClass.INVALID_INPUT.value)
     except GraphBubbleUp:
         raise  # LangGraph's control flow (a tool that calls interrupt()), not a tool error
     except Exception as exc:  # a tool error goes back to the model with its class

@@ -15,11 +15,11 @@ from typing_extensions import TypedDict
 
 from agent.vfs.filenames import collision, name_problem, nfc
 from agent.vfs.quoting import clean_text
+from agent.vocabulary import FileStatus
 
 MAX_PATH_CHARS = 200
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 500
-FileStatus = Literal["active", "done", "failed"]
 
 
 class FileEntry(TypedDict, total=False):
@@ -27,8 +27,10 @@ class FileEntry(TypedDict, total=False):
 
     content: str
     """The text of the file."""
-    status: FileStatus
-    """``done`` once its check passed, ``failed`` when it did not, ``active`` otherwise."""
+    status: str
+    """A :class:`~agent.vocabulary.FileStatus` value as its plain string (a checkpoint would
+    keep an enum member as an object): ``done`` once its check passed, ``failed`` when it did
+    not, ``active`` otherwise."""
     written_at_step: int
     """The graph ``step`` (planner round) that last wrote it; ``age_steps`` derives from it."""
     bytes: int
@@ -42,7 +44,8 @@ class FileEntry(TypedDict, total=False):
     evidence_line: str | None
     """The check's evidence as reflection may see it: one short line, no quoted content."""
     stop_reason: str | None
-    """Why the step's revise loop stopped, on the artifact a subagent produced."""
+    """Why the step's revise loop stopped (a :class:`~agent.vocabulary.LoopStop` value), on
+    the artifact a subagent produced."""
     rounds: int
     """Revisions the step's revise loop made, on the artifact a subagent produced."""
     defect: str | None
@@ -86,7 +89,7 @@ def file_entry(
     content: str,
     *,
     step: int,
-    status: FileStatus = "active",
+    status: FileStatus = FileStatus.ACTIVE,
     step_id: str | None = None,
     check: dict[str, Any] | None = None,
     **extra: Any,
@@ -95,7 +98,7 @@ def file_entry(
     data = content.encode("utf-8", errors="surrogatepass")
     entry: FileEntry = {
         "content": content,
-        "status": status,
+        "status": str(status),
         "written_at_step": step,
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
@@ -175,7 +178,7 @@ def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[s
     summary: dict[str, dict[str, Any]] = {}
     for path, entry in sorted(files.items()):
         item: dict[str, Any] = {
-            "status": entry.get("status", "active"),
+            "status": entry.get("status", FileStatus.ACTIVE.value),
             "bytes": entry.get("bytes", len((entry.get("content") or "").encode())),
             "age_steps": step - entry.get("written_at_step", step),
         }

@@ -26,6 +26,7 @@ from agent.models.factory import tool_call
 from agent.plan.progress import pending_steps, ready_steps
 from agent.plan.validation import parse_plan
 from agent.reflection import rules
+from agent.reflection.situation import Situation
 from agent.vfs.entries import validate_path
 
 PROPS = settings(
@@ -131,7 +132,7 @@ EMPTY = {"version": 1, "steps": []}
 
 
 @st.composite
-def situations(draw, *, dispatched: bool = True) -> rules.Situation:
+def situations(draw, *, dispatched: bool = True) -> Situation:
     n = draw(st.integers(0, 5))
     ids = [f"S{i}" for i in range(1, n + 1)]
     steps = []
@@ -174,7 +175,7 @@ def situations(draw, *, dispatched: bool = True) -> rules.Situation:
             "observation": st.text(max_size=20),
         }
     )
-    return rules.Situation(
+    return Situation(
         goal=draw(st.text(max_size=20)),
         plan={"version": 1, "steps": steps} if n else draw(st.sampled_from([None, EMPTY])),
         files=files,
@@ -210,7 +211,7 @@ def test_the_rules_never_end_and_force_a_stop_at_the_depth_cap_or_budget(s):
         return
     assert decision.decision != "end"  # only a validated model answer may end
     if decision.decision == "continue":
-        assert s.ready and not decision.counts_depth  # rule 0: progress, depth unchanged
+        assert s.ready and not decision.counts_depth  # progress is not reflection: depth unchanged
     if s.depth >= s.cap or s.exhausted:
         assert decision.decision in ("escalate", "fail") or not decision.counts_depth
     if decision.decision == "escalate":

@@ -9,14 +9,9 @@ import re
 import pytest
 
 from agent.checks.critique import artifact_fence, critic_messages
-from agent.reflection.rules import (
-    Decision,
-    Situation,
-    decide_by_rule,
-    escalation_payload,
-    failed_round,
-    reflection_messages,
-)
+from agent.reflection.model_view import reflection_messages
+from agent.reflection.rules import Decision, decide_by_rule, escalation_payload, failed_round
+from agent.reflection.situation import Situation
 from agent.vfs.entries import EVIDENCE_CHARS, file_entry, summarize_files
 from tests.fakes import step
 

@@ -6,15 +6,9 @@ import time
 
 from agent.context import Context
 from agent.reflection.budget import budget_left
-from agent.reflection.rules import (
-    Decision,
-    Situation,
-    decide_by_rule,
-    failed_round,
-    reflection_input,
-    situation_from_state,
-    validate_decision,
-)
+from agent.reflection.model_view import reflection_input
+from agent.reflection.rules import Decision, decide_by_rule, failed_round, validate_decision
+from agent.reflection.situation import Situation, situation_from_state
 from agent.vfs.entries import file_entry
 from tests.fakes import step
 

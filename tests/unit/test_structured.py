@@ -25,7 +25,7 @@ from agent.models.structured import (
     refusal_of,
 )
 from agent.plan.steps import PlanDraft
-from agent.reflection.rules import ReflectionAnswer
+from agent.reflection.model_view import ReflectionAnswer
 
 # RECORDED: the planner's request with tools and tool_choice {"type": "function", ...}: no
 # tool call; the plan in a fenced block between prose, the reply cut at max_tokens.
