@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .operations import BINARY, UNARY
 from .plain_data import plain_error
 from .wire import BridgeError
 
-if TYPE_CHECKING:
-    from .check_side import CheckSide
+class CheckSide(Protocol):
+    """What a handle needs of the check's side of the link (``check_side.CheckSide``): a
+    request to the artifact, and the artifact's exception classes by id."""
+
+    _class_ids: dict[type, int]
+
+    def request(self, op: str, /, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class Remote:
