@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
+from agent.controller.revise import MAX_REVISIONS
+
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "qa": 2,
@@ -71,7 +73,7 @@ class Context:
         },
     )
     max_revisions: int = field(
-        default=2,
+        default=MAX_REVISIONS,
         metadata={"description": "Revisions a subagent may make after its first draft."},
     )
     min_gain: float = field(
