@@ -6,10 +6,12 @@ import asyncio
 import json
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.controller.records import StepRun, defect_signature
 from agent.controller.revise import LoopConfig
+from agent.controller.sources import CitationSources
+from agent.controller.text_recovery import recover_text_calls
 from agent.controller.worker import StepWorker
 from agent.errors import AgentError
 from agent.models.factory import Metered, ScriptedChatModel, tool_call
@@ -215,6 +217,29 @@ def test_a_url_in_an_input_file_the_step_read_is_a_source():
         max_revisions=0,
     )
     assert execute(w).files["notes.md"]["status"] == "done"
+
+
+def test_only_successful_results_from_outside_the_step_are_citation_sources():
+    sources = CitationSources(CITED, ["dep.md", "notes.md", "work/S1/scratch.md"])
+
+    def read(path):
+        return {"name": "read_file", "args": {"path": path}}
+
+    assert sources.is_source(read("dep.md")) and sources.is_source({"name": "search"})
+    assert not any(sources.is_source(read(p)) for p in ("notes.md", "work/S1/scratch.md"))
+    assert not any(sources.is_source({"name": n}) for n in ("ls", "write_file", "edit_file"))
+    sources.offer({"name": "search"}, "error: https://made.up/x", ok=False)
+    sources.offer(read("dep.md"), "https://example.org/a", ok=True)
+    assert sources.outputs == ["https://example.org/a"]
+
+
+def test_a_fenced_file_is_the_artifact_only_while_the_draft_may_write_it_that_way():
+    answer = AIMessage("Here it is:\n```\nOK\n```")
+    kwargs = {"path": "out.txt", "id_prefix": "text-S1-0-0-"}
+    made, parsed = recover_text_calls(answer, ["write_file"], fence_counts=True, **kwargs)
+    assert parsed and made.tool_calls[0]["args"] == {"path": "out.txt", "content": "OK\n"}
+    same, parsed = recover_text_calls(answer, ["write_file"], fence_counts=False, **kwargs)
+    assert not parsed and same is answer
 
 
 def test_a_tool_call_written_as_text_runs_and_is_recorded_as_parsed_from_text():
