@@ -14,6 +14,8 @@ from typing import Any
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 
+from agent.controller.revise import MAX_REVISIONS
+
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "qa": 2,
@@ -74,7 +76,7 @@ class Context:
         },
     )
     max_revisions: int = field(
-        default=2,
+        default=MAX_REVISIONS,
         metadata={"description": "Revisions a subagent may make after its first draft."},
     )
     min_gain: float = field(

@@ -43,7 +43,6 @@ class ModelReplay:
             dict(a) for a in answers or [] if isinstance(a, Mapping)
         ]
         self.answers: list[dict[str, Any]] = []
-        self.replayed = 0
 
     async def answer(
         self,
@@ -71,12 +70,10 @@ class ModelReplay:
             self.queue.clear()  # the conversation went another way: ask from here on
             return None
         try:
-            answer = AIMessage.model_validate(recorded.get("answer"))
+            return AIMessage.model_validate(recorded.get("answer"))
         except Exception:  # a damaged record: ask the model instead
             self.queue.clear()
             return None
-        self.replayed += 1
-        return answer
 
     def keep(self, count: int, role: str, answer: Any) -> None:
         if isinstance(answer, AIMessage):

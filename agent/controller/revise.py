@@ -20,10 +20,10 @@ from langgraph.errors import GraphBubbleUp
 from agent.checks.critique import Critique, Issue, blocking, feedback, ground, parse_critique
 from agent.coroutines import maybe_await, synced
 from agent.errors import describe, is_transient
+from agent.vocabulary import LoopStop
 
-StopReason = Literal[
-    "pass", "stalled", "oscillating", "budget", "timeout", "critic_error", "generator_error"
-]
+MAX_REVISIONS = 2
+"""Revisions a subagent may make after its first draft, unless configured otherwise."""
 CheckReport = dict[str, Any]
 
 
@@ -57,8 +57,8 @@ class LoopConfig:
     Seed 002 warns that a score is a heuristic ("0.81 on a broken SQL query is still broken").
     """
 
-    max_rounds: int = 3
-    """Revisions allowed after the first draft, so at most `max_rounds + 1` critiques."""
+    max_revisions: int = MAX_REVISIONS
+    """Revisions allowed after the first draft, so at most `max_revisions + 1` critiques."""
     min_gain: float = 0.05
     """Score gain a revision must make; falling short on two consecutive rounds is `stalled`."""
     token_budget: int = 40_000
@@ -69,8 +69,8 @@ class LoopConfig:
     """Most issues handed to the generator in one revision."""
 
     def __post_init__(self) -> None:
-        if self.max_rounds < 0 or self.feedback_cap < 1:
-            msg = f"need max_rounds >= 0 and feedback_cap >= 1, got {self}"
+        if self.max_revisions < 0 or self.feedback_cap < 1:
+            msg = f"need max_revisions >= 0 and feedback_cap >= 1, got {self}"
             raise ValueError(msg)
         if self.token_budget <= 0 or self.timeout_s <= 0:
             msg = f"need a positive token_budget and timeout_s, got {self}"
@@ -84,13 +84,13 @@ class LoopResult:
     `best` is the draft that passed, or else the highest-scored draft, the earliest on a tie, so
     it never scored worse than another draft (a malformed critique scores 0).
     `rounds` counts the revisions `generate` produced after the first draft, so `0 <= rounds <=
-    max_rounds`. Critiques evaluated are `len(history)`: `rounds + 1`, except after
+    max_revisions`. Critiques evaluated are `len(history)`: `rounds + 1`, except after
     `oscillating`, where the repeated revision is not critiqued again and it is `rounds`.
     """
 
     best: str
     best_score: float
-    stop_reason: StopReason
+    stop_reason: LoopStop
     rounds: int
     converged: bool = field(init=False)
     """True only for `pass`; `budget` or `stalled` with open blocking issues is not success."""
@@ -107,7 +107,7 @@ class LoopResult:
     evidence, `generator_error`), so the caller can classify and record it; else None."""
 
     def __post_init__(self) -> None:
-        self.converged = self.stop_reason == "pass"
+        self.converged = self.stop_reason == LoopStop.PASS
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,11 @@ async def arevise_loop(
         if current.error is not None:
             revisions = len(rounds) - 1
             return _result(
-                rounds, "critic_error", revisions=revisions, tokens=tokens, error=current.error
+                rounds,
+                LoopStop.CRITIC_ERROR,
+                revisions=revisions,
+                tokens=tokens,
+                error=current.error,
             )
 
         reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
@@ -184,10 +188,12 @@ async def arevise_loop(
         except Exception as exc:
             _propagate_if_retryable(exc)
             revisions = len(rounds) - 1
-            return _result(rounds, "generator_error", revisions=revisions, tokens=tokens, error=exc)
+            return _result(
+                rounds, LoopStop.GENERATOR_ERROR, revisions=revisions, tokens=tokens, error=exc
+            )
         tokens += cost
         if any(_sha(draft) == seen.draft_hash for seen in rounds):
-            return _result(rounds, "oscillating", revisions=len(rounds), tokens=tokens)
+            return _result(rounds, LoopStop.OSCILLATING, revisions=len(rounds), tokens=tokens)
 
 
 revise_loop = synced(arevise_loop)
@@ -220,21 +226,21 @@ async def _evaluate(
 
 def _stop_reason(
     rounds: list[_Round], *, tokens: int, elapsed: float, config: LoopConfig
-) -> StopReason | None:
+) -> LoopStop | None:
     """The stop rules in order, judged on the rounds so far; the first that fires names the stop."""
     if rounds[-1].passed:
-        return "pass"
+        return LoopStop.PASS
     if len(rounds) >= 2 and all(r.critique is None for r in rounds[-2:]):
-        return "critic_error"
+        return LoopStop.CRITIC_ERROR
     # seed 002: the gain falls short on two consecutive rounds, not seed 003's single round
     gains = [later.score - earlier.score for earlier, later in pairwise(rounds[-3:])]
     if len(gains) == 2 and max(gains) < config.min_gain:
-        return "stalled"
+        return LoopStop.STALLED
     revisions = len(rounds) - 1
-    if revisions >= config.max_rounds or tokens >= config.token_budget:
-        return "budget"
+    if revisions >= config.max_revisions or tokens >= config.token_budget:
+        return LoopStop.BUDGET
     if elapsed >= config.timeout_s:
-        return "timeout"
+        return LoopStop.TIMEOUT
     return None
 
 
@@ -251,7 +257,7 @@ def _feedback(current: _Round, cap: int) -> Feedback:
 
 def _result(
     rounds: list[_Round],
-    reason: StopReason,
+    reason: LoopStop,
     *,
     revisions: int,
     tokens: int,

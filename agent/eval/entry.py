@@ -7,10 +7,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from agent.controller.revise import MAX_REVISIONS
 from agent.errors import ConfigError
 from agent.eval.common import Progress
 from agent.eval.datasets import load_dataset
-from agent.eval.reflection import DEFAULT_ROUNDS, Evidence, run_reflection_eval
+from agent.eval.reflection import Evidence, run_reflection_eval
 from agent.eval.seeded import SEEDED_TIMEOUT_S, run_seeded_eval
 from agent.models.factory import JUDGE, load_model
 
@@ -21,7 +22,7 @@ def evaluate(
     model: str | BaseChatModel | None = None,
     critic: str | BaseChatModel | None = None,
     seeded_errors: bool = False,
-    rounds: int = DEFAULT_ROUNDS,
+    rounds: int = MAX_REVISIONS,
     limit: int | None = None,
     evidence: Evidence = "check",
     workers: int | None = None,
@@ -59,7 +60,7 @@ def evaluate(
         tasks,
         generator,
         critic=judge,
-        max_rounds=rounds,
+        max_revisions=rounds,
         evidence=evidence,
         workers=workers or 4,
         progress=progress,

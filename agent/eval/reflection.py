@@ -1,9 +1,9 @@
 """Does reflection help? Each task with reflection off and on, and the critic's precision.
 
 **Reflection off/on** (seed 003, "Measuring whether reflection helps"). Each task runs once
-through the agent's own revise loop, ``revise_loop(..., LoopConfig(max_rounds=N))``, whose
-generator is the subagent's drafting (``StepWorker.generate``: the coder prompt, the VFS
-tools, patch or rewrite from the feedback). Reflection *off* is ``max_rounds=0``, which
+through the agent's own revise loop, ``revise_loop(..., LoopConfig(max_revisions=N))``,
+whose generator is the subagent's drafting (``StepWorker.agenerate``: the coder prompt, the
+VFS tools, patch or rewrite from the feedback). Reflection *off* is ``max_revisions=0``, which
 returns the first draft unchanged; so the off result is the first draft of the same run,
 graded on its own. That pairs every task (fixes and regressions compare the same first
 draft with its own revision, without sampling noise between two runs) and costs one run.
@@ -46,7 +46,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
 from agent.checks.critique import critique_from_check, merge
-from agent.controller.revise import LoopConfig, LoopResult, revise_loop
+from agent.controller.revise import MAX_REVISIONS, LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
 from agent.eval.datasets import Task
@@ -55,7 +55,6 @@ from agent.prompts import load_prompt
 from agent.vocabulary import StructuredOutput
 
 Evidence = Literal["check", "visible"]
-DEFAULT_ROUNDS = 2
 
 
 class _Grader:
@@ -220,13 +219,13 @@ def reflect_task(
     model: BaseChatModel,
     *,
     critic: BaseChatModel | None = None,
-    max_rounds: int = DEFAULT_ROUNDS,
+    max_revisions: int = MAX_REVISIONS,
     evidence: Evidence = "check",
     loop_config: LoopConfig | None = None,
 ) -> dict[str, Any]:
     """Run one task through the revise loop; grade the first draft and the final one."""
     trial = _Trial(task, model, critic, evidence)
-    config = loop_config or LoopConfig(max_rounds=max_rounds)
+    config = loop_config or LoopConfig(max_revisions=max_revisions)
     result = revise_loop(task.prompt, trial.generate, trial.gather, trial.critique, config)
     if result.error is not None:  # the loop kept its best draft; a measurement has none to use
         raise result.error
@@ -306,26 +305,28 @@ def run_reflection_eval(
     model: BaseChatModel,
     *,
     critic: BaseChatModel | None = None,
-    max_rounds: int = DEFAULT_ROUNDS,
+    max_revisions: int = MAX_REVISIONS,
     evidence: Evidence = "check",
     workers: int = 4,
     progress: Progress | None = None,
     labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every task with reflection off (first draft) and on (``max_rounds`` revisions).
+    """Every task with reflection off (first draft) and on (``max_revisions`` revisions).
 
     A task whose model call raises is reported with its error class and left out of the
     counts; the summary says how many.
     """
 
     def one(task: Task) -> dict[str, Any]:
-        return reflect_task(task, model, critic=critic, max_rounds=max_rounds, evidence=evidence)
+        return reflect_task(
+            task, model, critic=critic, max_revisions=max_revisions, evidence=evidence
+        )
 
     records, wall_time_s = map_tasks(one, tasks, workers, progress)
     return {
         "mode": "reflection",
         **dict(labels or {}),
-        "max_rounds": max_rounds,
+        "max_revisions": max_revisions,
         "evidence": evidence,
         "workers": workers,
         "wall_time_s": wall_time_s,

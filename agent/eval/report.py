@@ -176,10 +176,10 @@ def _reflection_totals(report: Mapping[str, Any]) -> Table:
     title = (
         f"reflection on {report['dataset']}: model {report['model']}, critic "
         f"{report.get('critic') or 'check only'}, evidence {report['evidence']}, "
-        f"max_rounds {report['max_rounds']}"
+        f"max_revisions {report['max_revisions']}"
     )
     totals = Table(title=line(title), title_justify="left")
-    for column in ("", "reflection off (first draft)", f"on (≤{report['max_rounds']} rounds)"):
+    for column in ("", "reflection off (first draft)", f"on (≤{report['max_revisions']} rounds)"):
         totals.add_column(column)
     totals.add_row("correct", _pct(s["first_correct"], n), _pct(s["final_correct"], n))
     totals.add_row("tokens", str(s["tokens"]["off"]), str(s["tokens"]["on"]))

@@ -322,7 +322,7 @@ class Subagent:
             judge=judge,
             extra_tools=list(spec.get("tools") or []),
             loop_config=LoopConfig(
-                max_rounds=ctx.max_revisions,
+                max_revisions=ctx.max_revisions,
                 min_gain=ctx.min_gain,
                 token_budget=max(1, int(state["token_allowance"])),
                 timeout_s=state.get("time_allowance_s") or ctx.time_budget_s,

@@ -410,7 +410,7 @@ def _report(ids: list[str]) -> dict:
         "model": "openai:gpt-4.1-mini",
         "critic": None,
         "evidence": "check",
-        "max_rounds": 2,
+        "max_revisions": 2,
         "wall_time_s": 1.0,
         "workers": 4,
     }

@@ -57,7 +57,7 @@ def test_a_wrong_first_draft_that_the_revision_fixes_counts_as_a_fix():
             + write("inc.py", "def inc(x):\n    return x + 1\n")
         }
     )
-    report = run_reflection_eval([INC], model, max_rounds=2, workers=1)
+    report = run_reflection_eval([INC], model, max_revisions=2, workers=1)
     task, summary = report["tasks"][0], report["summary"]
     assert (task["first_correct"], task["final_correct"], task["change"]) == (False, True, "fix")
     assert task["rounds"] == 1 and task["stop_reason"] == "pass"
@@ -74,7 +74,7 @@ def test_a_wrong_first_draft_that_the_revision_fixes_counts_as_a_fix():
 
 def test_reflection_off_is_the_first_draft():
     model = ScriptedChatModel({"inc": write("inc.py", "def inc(x):\n    return x\n")})
-    task = reflect_task(INC, model, max_rounds=0)
+    task = reflect_task(INC, model, max_revisions=0)
     assert task["final_draft"] == task["first_draft"] and task["rounds"] == 0
     assert task["stop_reason"] == "budget" and task["change"] == "wrong"
     assert task["calls"]["off"] == task["calls"]["on"] == 2
@@ -351,6 +351,6 @@ def test_every_draft_of_a_task_calls_the_model_on_one_event_loop():
         },
         loops=[],
     )
-    record = reflect_task(INC, model, max_rounds=2)
+    record = reflect_task(INC, model, max_revisions=2)
     assert record["final_correct"] is True and len(model.loops) == 4
     assert len(set(model.loops)) == 1  # a fresh loop per draft breaks pooled connections

@@ -82,13 +82,13 @@ _critique = st.one_of(
 @given(
     drafts=st.lists(st.sampled_from(["d0", "d1", "d2", "d3"]), min_size=1, max_size=8),
     critiques=st.lists(_critique, min_size=1, max_size=8),
-    max_rounds=st.integers(0, 4),
+    max_revisions=st.integers(0, 4),
     min_gain=st.sampled_from([0.0, 0.05, 0.3]),
     token_budget=st.integers(1, 2_000),
     tokens=st.integers(0, 400),
 )
 def test_revise_loop_stops_in_bounds_and_never_returns_a_worse_draft(
-    drafts, critiques, max_rounds, min_gain, token_budget, tokens
+    drafts, critiques, max_revisions, min_gain, token_budget, tokens
 ):
     generated: list[str] = []
     critiqued: list[Any] = []
@@ -101,14 +101,14 @@ def test_revise_loop_stops_in_bounds_and_never_returns_a_worse_draft(
         critiqued.append(critiques[len(critiqued) % len(critiques)])
         return critiqued[-1], tokens
 
-    config = LoopConfig(max_rounds=max_rounds, min_gain=min_gain, token_budget=token_budget)
+    config = LoopConfig(max_revisions=max_revisions, min_gain=min_gain, token_budget=token_budget)
     result = revise_loop(
         "task", generate, lambda d: {"passed": False, "evidence": "x"}, critique, config
     )
 
     assert result.stop_reason in STOP_REASONS
-    assert 0 <= result.rounds <= max_rounds
-    assert len(generated) <= max_rounds + 1 and len(critiqued) <= max_rounds + 1
+    assert 0 <= result.rounds <= max_revisions
+    assert len(generated) <= max_revisions + 1 and len(critiqued) <= max_revisions + 1
     assert result.best in generated
     parsed = [parse_critique(c) for c in critiqued]
     scores = [p.score if p else 0.0 for p in parsed]  # malformed scores 0, never approval

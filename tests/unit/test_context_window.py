@@ -3,11 +3,14 @@ asked again with its oldest tool results trimmed, then the step fails with a cle
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from agent.controller.context_window import ContextWindowExceeded, trim_note, trim_tool_results
+from agent.controller.records import StepRun
 from agent.controller.revise import LoopConfig
 from agent.controller.worker import StepWorker
 from agent.errors import AgentError, ErrorClass, classify, is_context_overflow, timed_out
@@ -115,8 +118,9 @@ def limited_model(script, limit, *, refuse=None):
     return ScriptedChatModel(responder=respond), seen
 
 
-def worker(model, inputs):
-    return StepWorker(
+def run_step(model, inputs) -> StepRun:
+    """The step as the subagent node runs it (awaited)."""
+    worker = StepWorker(
         step=STEP,
         goal="the goal",
         inputs=inputs,
@@ -124,8 +128,9 @@ def worker(model, inputs):
         system_prompt="system",
         model=Metered(model, "coder", "function_calling"),
         judge=None,
-        loop_config=LoopConfig(max_rounds=1),
+        loop_config=LoopConfig(max_revisions=1),
     )
+    return asyncio.run(worker.aexecute())
 
 
 def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds():
@@ -135,7 +140,7 @@ def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds
         "done",
     ]
     model, seen = limited_model(script, limit=3_000)
-    run = worker(model, {"big.txt": "x" * 5_000}).execute()
+    run = run_step(model, {"big.txt": "x" * 5_000})
     assert run.files["out.txt"]["status"] == "done"
     assert seen[1] > 3_000 and seen[2] < 3_000  # refused, then asked again trimmed
     trimmed = [e for e in run.trajectory if e["action"] == "context_trimmed"]
@@ -150,7 +155,7 @@ def test_a_step_that_does_not_fit_even_trimmed_fails_alone_with_a_clear_reason()
         return any(isinstance(m, ToolMessage) for m in messages)
 
     model, seen = limited_model(script, 10**6, refuse=after_a_tool_result)
-    run = worker(model, {"big.txt": "x" * 5_000}).execute()  # recorded, not raised
+    run = run_step(model, {"big.txt": "x" * 5_000})  # recorded, not raised
     assert len(seen) == 3  # the task; the read, refused; the read trimmed, refused too
     (error,) = [e for e in run.trajectory if e["action"] == "error"]
     assert error["error_class"] == "deterministic_validation"
@@ -161,7 +166,7 @@ def test_a_step_that_does_not_fit_even_trimmed_fails_alone_with_a_clear_reason()
 
 def test_a_task_that_does_not_fit_at_all_fails_the_step_without_trimming():
     model, seen = limited_model(["never reached"], limit=20)
-    run = worker(model, {}).execute()
+    run = run_step(model, {})
     (error,) = [e for e in run.trajectory if e["action"] == "error"]
     assert "0 tool result(s) trimmed" in error["observation"] and len(seen) == 1
 
@@ -174,7 +179,7 @@ def test_the_refusal_is_a_step_failure_not_an_invalid_input():
 
 def test_any_other_model_error_is_not_retried_trimmed():
     model = ScriptedChatModel([AgentError("permission_denied", "401 invalid api key")])
-    run = worker(model, {}).execute()
+    run = run_step(model, {})
     assert [e["error_class"] for e in run.trajectory if e["action"] == "error"] == [
         "permission_denied"
     ]

@@ -98,7 +98,7 @@ def test_increasing_critic_stops_with_pass_on_the_first_draft_without_blocking_i
 
 def test_increasing_critic_that_never_approves_stops_on_the_round_budget() -> None:
     sim = Sim([blocked(0.2), blocked(0.4), blocked(0.6), blocked(0.8)])
-    result = sim.run(max_rounds=3)
+    result = sim.run(max_revisions=3)
     assert (result.stop_reason, result.rounds, result.converged) == ("budget", 3, False)
     assert (result.best, result.best_score) == ("draft 3", 0.8)
     assert [i["id"] for i in result.issues] == ["bug"]
@@ -106,7 +106,7 @@ def test_increasing_critic_that_never_approves_stops_on_the_round_budget() -> No
 
 def test_flat_critic_stalls_after_two_consecutive_flat_rounds() -> None:
     sim = Sim([blocked(0.5), blocked(0.52), blocked(0.5)])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds) == ("stalled", 2)
     assert (result.best, result.best_score) == ("draft 1", 0.52)
 
@@ -114,19 +114,19 @@ def test_flat_critic_stalls_after_two_consecutive_flat_rounds() -> None:
 def test_one_flat_round_after_a_jump_does_not_stall() -> None:
     # seed 002's pitfall: a single flat step after a jump must not end the loop
     sim = Sim([blocked(0.2), blocked(0.6), blocked(0.61), blocked(0.9), approved(0.95)])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds, result.best) == ("pass", 4, "draft 4")
 
 
 def test_flat_rounds_must_be_consecutive_to_stall() -> None:
     sim = Sim([blocked(0.2), blocked(0.2), blocked(0.5), blocked(0.5), blocked(0.5)])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds) == ("stalled", 4)
 
 
 def test_oscillating_drafts_stop_when_a_revision_repeats_an_earlier_draft() -> None:
     sim = Sim([blocked(0.3), blocked(0.5)], drafts=["A", "B", "A"])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds) == ("oscillating", 2)
     assert (result.best, result.best_score) == ("B", 0.5)
     assert sim.critiqued == ["A", "B"]  # the repeat is not critiqued again
@@ -135,7 +135,7 @@ def test_oscillating_drafts_stop_when_a_revision_repeats_an_earlier_draft() -> N
 
 def test_two_consecutive_malformed_critiques_stop_with_critic_error() -> None:
     sim = Sim([blocked(0.4), MALFORMED, None])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds, result.converged) == ("critic_error", 2, False)
     assert (result.best, result.best_score) == ("draft 0", 0.4)
     assert [h["malformed"] for h in result.history] == [False, True, True]
@@ -156,7 +156,7 @@ class CrashingSim(Sim):
 
 def test_a_crashing_critic_stops_with_critic_error_and_returns_the_best_draft_seen() -> None:
     sim = CrashingSim([blocked(0.6), blocked(0.7), CRASH])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds, result.converged) == ("critic_error", 2, False)
     assert (result.best, result.best_score) == ("draft 1", 0.7)
     assert result.error is CRASH
@@ -183,7 +183,7 @@ def test_evidence_that_raises_counts_as_a_crashed_critique() -> None:
             raise ValueError("the sandbox is gone")
         return report
 
-    result = revise_loop("task", sim.generate, evidence, sim.critique, LoopConfig(max_rounds=5))
+    result = revise_loop("task", sim.generate, evidence, sim.critique, LoopConfig(max_revisions=5))
     assert (result.stop_reason, result.best, result.best_score) == ("critic_error", "draft 0", 0.5)
     assert result.history[-1]["error"] == "ValueError: the sandbox is gone"
     assert sim.critiqued == ["draft 0"]  # the critic never saw the draft without evidence
@@ -195,7 +195,7 @@ def test_a_generator_crashing_on_a_revision_stops_with_generator_error_and_keeps
             raise ValueError("the generator's tool crashed")
 
     sim = Sim([blocked(0.4), blocked(0.8)], on_generate=explode)
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds, result.converged) == ("generator_error", 1, False)
     assert (result.best, result.best_score) == ("draft 1", 0.8)
     assert isinstance(result.error, ValueError)
@@ -248,13 +248,15 @@ def test_transient_errors_and_interrupts_propagate_so_the_graph_handles_them(
 
 @given(
     scores=st.lists(st.floats(0, 1), min_size=0, max_size=5),
-    max_rounds=st.integers(0, 6),
+    max_revisions=st.integers(0, 6),
 )
 def test_a_critic_that_crashes_at_any_round_returns_the_best_draft_seen(
-    scores: list[float], max_rounds: int
+    scores: list[float], max_revisions: int
 ) -> None:
     sim = CrashingSim([blocked(score) for score in scores] + [CRASH])
-    result = sim.run(max_rounds=max_rounds, min_gain=-1.0)  # never stalls: only the crash ends it
+    result = sim.run(
+        max_revisions=max_revisions, min_gain=-1.0
+    )  # never stalls: only the crash ends it
     seen = [entry_score(entry) for entry in sim.critiques[: len(sim.critiqued)]]
     assert result.converged is False
     assert result.best_score == max(seen)
@@ -281,7 +283,7 @@ def test_malformed_critique_never_approves_and_scores_zero(malformed: Any) -> No
 
 def test_a_single_malformed_critique_between_good_ones_does_not_stop_the_loop() -> None:
     sim = Sim([blocked(0.3), MALFORMED, blocked(0.6), approved(0.9)])
-    assert sim.run(max_rounds=10).stop_reason == "pass"
+    assert sim.run(max_revisions=10).stop_reason == "pass"
 
 
 def test_malformed_critique_leads_to_a_rewrite_with_no_issues() -> None:
@@ -310,13 +312,13 @@ def test_raw_json_and_dict_critiques_are_parsed() -> None:
 
 def test_token_budget_stops_the_loop_before_the_next_revision() -> None:
     sim = Sim([blocked(0.1), blocked(0.5), blocked(0.9)], generate_tokens=1000, critique_tokens=500)
-    result = sim.run(token_budget=3000, max_rounds=10)
+    result = sim.run(token_budget=3000, max_revisions=10)
     assert (result.stop_reason, result.rounds, result.tokens) == ("budget", 1, 3000)
     assert result.best == "draft 1"
 
 
-def test_max_rounds_zero_critiques_only_the_first_draft() -> None:
-    result = Sim([blocked(0.4)]).run(max_rounds=0)
+def test_max_revisions_zero_critiques_only_the_first_draft() -> None:
+    result = Sim([blocked(0.4)]).run(max_revisions=0)
     assert (result.stop_reason, result.rounds, result.best) == ("budget", 0, "draft 0")
 
 
@@ -326,7 +328,7 @@ def test_timeout_uses_the_injected_clock() -> None:
         [blocked(0.1), blocked(0.5), blocked(0.9)],
         on_generate=lambda: now.__setitem__(0, now[0] + 70.0),  # each draft takes 70 s
     )
-    result = sim.run(clock=lambda: now[0], timeout_s=120.0, max_rounds=10)
+    result = sim.run(clock=lambda: now[0], timeout_s=120.0, max_revisions=10)
     assert (result.stop_reason, result.rounds, result.best) == ("timeout", 1, "draft 1")
 
 
@@ -336,7 +338,7 @@ def test_a_passing_draft_passes_even_when_the_budget_is_spent() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"max_rounds": -1}, {"feedback_cap": 0}, {"token_budget": 0}, {"timeout_s": 0}]
+    "bad", [{"max_revisions": -1}, {"feedback_cap": 0}, {"token_budget": 0}, {"timeout_s": 0}]
 )
 def test_loop_config_rejects_impossible_bounds(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="need"):
@@ -355,13 +357,13 @@ def test_regression_keeps_the_earlier_better_draft_and_reports_its_issues() -> N
         score=0.4,
     )
     sim = Sim([blocked(0.7, id="old-bug"), worse, blocked(0.3)])
-    result = sim.run(max_rounds=10)
+    result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.best, result.best_score) == ("stalled", "draft 0", 0.7)
     assert [i["id"] for i in result.issues] == ["old-bug"]
 
 
 def test_a_tie_keeps_the_earlier_draft() -> None:
-    result = Sim([blocked(0.5), blocked(0.5), blocked(0.5)]).run(max_rounds=10)
+    result = Sim([blocked(0.5), blocked(0.5), blocked(0.5)]).run(max_revisions=10)
     assert (result.stop_reason, result.best) == ("stalled", "draft 0")
 
 
@@ -405,7 +407,7 @@ def test_patch_when_every_blocking_issue_has_a_location_rewrite_otherwise() -> N
         score=0.8,
     )
     sim = Sim([blocked(0.2, location="line 3"), unlocated, located_with_vague_minor, approved()])
-    sim.run(max_rounds=10)
+    sim.run(max_revisions=10)
     assert sim.feedback[0] is None  # the first draft gets no feedback
     assert [fb["mode"] for fb in sim.feedback[1:]] == ["patch", "rewrite", "patch"]
     assert [fb["draft"] for fb in sim.feedback[1:]] == ["draft 0", "draft 1", "draft 2"]
@@ -438,14 +440,14 @@ def entry_score(entry: Any) -> float:
 
 
 @given(
-    max_rounds=st.integers(0, 5),
+    max_revisions=st.integers(0, 5),
     entries=st.lists(critique_entry, min_size=6, max_size=6),
     draft_ids=st.lists(st.integers(0, 5), min_size=6, max_size=6),
     token_budget=st.integers(1, 200),
     cost=st.integers(0, 30),
 )
 def test_loop_terminates_with_the_best_draft_seen(
-    max_rounds: int, entries: list[Any], draft_ids: list[int], token_budget: int, cost: int
+    max_revisions: int, entries: list[Any], draft_ids: list[int], token_budget: int, cost: int
 ) -> None:
     sim = Sim(
         entries,
@@ -453,12 +455,12 @@ def test_loop_terminates_with_the_best_draft_seen(
         generate_tokens=cost,
         critique_tokens=cost,
     )
-    result = sim.run(max_rounds=max_rounds, token_budget=token_budget)
+    result = sim.run(max_revisions=max_revisions, token_budget=token_budget)
 
     seen = sim.critiqued
     scores = [entry_score(entry) for entry in entries[: len(seen)]]
-    assert 1 <= len(seen) <= max_rounds + 1
-    assert 0 <= result.rounds <= max_rounds
+    assert 1 <= len(seen) <= max_revisions + 1
+    assert 0 <= result.rounds <= max_revisions
     assert len(result.history) == len(seen)
     assert result.stop_reason in STOP_REASONS
     assert result.converged == (result.stop_reason == "pass")
@@ -487,6 +489,6 @@ def test_a_passing_check_outranks_a_higher_model_critic_score():
         lambda task, feedback: (next(drafts), 0),
         lambda d: {"kind": "pytest", "passed": checks[d] == 1.0, "score": checks[d], "evidence": d},
         critique,
-        LoopConfig(max_rounds=1),
+        LoopConfig(max_revisions=1),
     )
     assert result.best == "right"

@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from langchain_core.tools import InjectedToolArg, tool
 
-from agent.controller.worker import defect_signature
+from agent.controller.records import defect_signature
 from agent.store.journal import (
     MemoryJournal,
     SqliteJournal,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from agent.controller.records import StepRun, defect_signature
 from agent.controller.revise import LoopConfig
-from agent.controller.worker import StepWorker, defect_signature
+from agent.controller.sources import CitationSources
+from agent.controller.text_recovery import recover_text_calls
+from agent.controller.worker import StepWorker
 from agent.errors import AgentError
 from agent.models.factory import Metered, ScriptedChatModel, tool_call
 from agent.tools.filesystem import vfs_tools
@@ -34,7 +38,7 @@ FAIL_THEN_PATCH = [
 ]
 
 
-def worker(responses, *, step=STEP, inputs=None, max_rounds=2, judge=None):
+def worker(responses, *, step=STEP, inputs=None, max_revisions=2, judge=None):
     model = ScriptedChatModel(responses)
     return StepWorker(
         step=step,
@@ -44,13 +48,18 @@ def worker(responses, *, step=STEP, inputs=None, max_rounds=2, judge=None):
         system_prompt="system",
         model=Metered(model, "coder", "function_calling"),
         judge=judge,
-        loop_config=LoopConfig(max_rounds=max_rounds),
+        loop_config=LoopConfig(max_revisions=max_revisions),
     ), model
+
+
+def execute(w: StepWorker) -> StepRun:
+    """The step as the subagent node runs it (awaited; no sync twin)."""
+    return asyncio.run(w.aexecute())
 
 
 def test_a_passing_first_draft_is_done_with_its_check():
     w, _ = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
-    run = w.execute()
+    run = execute(w)
     entry = run.files["out.txt"]
     assert entry["status"] == "done" and entry["check"]["passed"] is True
     assert entry["stop_reason"] == "pass" and entry["rounds"] == 0
@@ -60,15 +69,15 @@ def test_a_passing_first_draft_is_done_with_its_check():
 
 def test_failing_evidence_reaches_the_revision_and_the_patch_passes():
     w, model = worker(FAIL_THEN_PATCH)
-    run = w.execute()
+    run = execute(w)
     revision_prompt = str(model.calls[2][1].content)
     assert prompt_values("subagent_revision", revision_prompt) and "lacks" in revision_prompt
     assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["rounds"] == 1
 
 
 def test_an_unresolved_artifact_leaves_a_critique_with_its_open_issues():
-    w, _ = worker([tool_call("write_file", path="out.txt", content="no")] + ["x"], max_rounds=0)
-    run = w.execute()
+    w, _ = worker([tool_call("write_file", path="out.txt", content="no")] + ["x"], max_revisions=0)
+    run = execute(w)
     assert run.files["out.txt"]["status"] == "failed"
     critique = run.files["work/S1/critique.json"]
     assert critique["status"] == "active" and critique["kind"] == "critique"
@@ -96,7 +105,7 @@ def test_writes_outside_scope_and_bad_tool_calls_come_back_as_errors():
             "done",
         ]
     )
-    run = w.execute()
+    run = execute(w)
     observations = [m.content for m in model.calls[1] if isinstance(m, ToolMessage)]
     assert "climbs out" in observations[0]
     assert observations[1].startswith("permission_denied")
@@ -116,7 +125,7 @@ def test_the_step_sees_only_its_inputs():
 
 def test_a_permission_error_from_the_model_is_recorded_not_raised():
     w, _ = worker([AgentError("permission_denied", "401 invalid api key")])
-    run = w.execute()
+    run = execute(w)
     error = run.trajectory[-1]
     assert error["action"] == "error" and error["error_class"] == "permission_denied"
     assert "401 invalid api key" in error["observation"] and run.files == {}
@@ -125,7 +134,7 @@ def test_a_permission_error_from_the_model_is_recorded_not_raised():
 def test_a_transient_error_is_raised_for_the_retry_policy():
     w, _ = worker([TimeoutError("model timed out")])
     with pytest.raises(TimeoutError):
-        w.execute()
+        execute(w)
 
 
 def test_defect_signature_ignores_timings_but_not_evidence():
@@ -138,7 +147,7 @@ def test_defect_signature_ignores_timings_but_not_evidence():
 
 def test_prompt_names_the_step_for_per_step_scripts():
     w, model = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
-    w.execute()
+    execute(w)
     first = model.calls[0][1]
     assert isinstance(first, HumanMessage)
     assert (prompt_values("subagent_task", str(first.content)) or {}).get("step_id") == "S1"
@@ -146,7 +155,7 @@ def test_prompt_names_the_step_for_per_step_scripts():
 
 def test_every_call_of_a_step_carries_its_role_step_artifact_and_revision_as_metadata():
     w, model = worker(FAIL_THEN_PATCH, inputs={"notes.md": "n"})
-    w.execute()
+    execute(w)
     mine = ("role", "step_id", "expected_output", "instructions", "revision", "inputs")
     seen = [{k: m[k] for k in mine} for m in model.call_metadata]
     first = {
@@ -168,7 +177,7 @@ def test_the_judge_of_a_rubric_check_is_told_which_step_it_reviews():
     w, _ = worker(
         [tool_call("write_file", path="out.txt", content="OK"), "done"], step=step, judge=runnable
     )
-    w.execute()
+    execute(w)
     (metadata,) = judge.call_metadata
     assert (metadata["role"], metadata["step_id"], metadata["expected_output"]) == (
         "judge",
@@ -189,9 +198,9 @@ def test_a_url_the_step_wrote_and_read_back_is_never_a_source():
             "done",
         ],
         step=CITED,
-        max_rounds=0,
+        max_revisions=0,
     )
-    entry = w.execute().files["notes.md"]
+    entry = execute(w).files["notes.md"]
     assert entry["status"] == "failed" and "https://made.up/source" in entry["check"]["evidence"]
 
 
@@ -205,9 +214,32 @@ def test_a_url_in_an_input_file_the_step_read_is_a_source():
         ],
         step=CITED,
         inputs={"dep.md": "found at https://example.org/a"},
-        max_rounds=0,
+        max_revisions=0,
     )
-    assert w.execute().files["notes.md"]["status"] == "done"
+    assert execute(w).files["notes.md"]["status"] == "done"
+
+
+def test_only_successful_results_from_outside_the_step_are_citation_sources():
+    sources = CitationSources(CITED, ["dep.md", "notes.md", "work/S1/scratch.md"])
+
+    def read(path):
+        return {"name": "read_file", "args": {"path": path}}
+
+    assert sources.is_source(read("dep.md")) and sources.is_source({"name": "search"})
+    assert not any(sources.is_source(read(p)) for p in ("notes.md", "work/S1/scratch.md"))
+    assert not any(sources.is_source({"name": n}) for n in ("ls", "write_file", "edit_file"))
+    sources.offer({"name": "search"}, "error: https://made.up/x", ok=False)
+    sources.offer(read("dep.md"), "https://example.org/a", ok=True)
+    assert sources.outputs == ["https://example.org/a"]
+
+
+def test_a_fenced_file_is_the_artifact_only_while_the_draft_may_write_it_that_way():
+    answer = AIMessage("Here it is:\n```\nOK\n```")
+    kwargs = {"path": "out.txt", "id_prefix": "text-S1-0-0-"}
+    made, parsed = recover_text_calls(answer, ["write_file"], fence_counts=True, **kwargs)
+    assert parsed and made.tool_calls[0]["args"] == {"path": "out.txt", "content": "OK\n"}
+    same, parsed = recover_text_calls(answer, ["write_file"], fence_counts=False, **kwargs)
+    assert not parsed and same is answer
 
 
 def test_a_tool_call_written_as_text_runs_and_is_recorded_as_parsed_from_text():
@@ -215,7 +247,7 @@ def test_a_tool_call_written_as_text_runs_and_is_recorded_as_parsed_from_text():
         '```json\n{"name": "write_file", "arguments": {"path": "out.txt", "content": "OK"}}\n```'
     )
     w, _ = worker([written, "done"])
-    run = w.execute()
+    run = execute(w)
     assert run.files["out.txt"]["status"] == "done"
     call = next(e for e in run.trajectory if e["action"] == "write_file")
     assert call["ok"] is True and call["parsed_from_text"] is True
@@ -225,7 +257,7 @@ def test_a_reply_that_calls_no_tool_is_told_once_which_tool_and_path_to_use():
     w, model = worker(
         ["I would write OK.", tool_call("write_file", path="out.txt", content="OK"), "ok"]
     )
-    run = w.execute()
+    run = execute(w)
     assert run.files["out.txt"]["status"] == "done"
     assert [e["action"] for e in run.trajectory][:2] == ["no_tool_call", "write_file"]
     reminder = model.calls[1][-1]
@@ -233,8 +265,8 @@ def test_a_reply_that_calls_no_tool_is_told_once_which_tool_and_path_to_use():
 
 
 def test_a_model_that_never_calls_a_tool_is_reminded_once_per_draft_not_forever():
-    w, model = worker(["nothing", "still nothing"], max_rounds=0)
-    run = w.execute()
+    w, model = worker(["nothing", "still nothing"], max_revisions=0)
+    run = execute(w)
     assert len(model.calls) == 2 and "out.txt" not in run.files
     assert [e["action"] for e in run.trajectory].count("no_tool_call") == 1
 
@@ -247,7 +279,7 @@ def test_a_revision_answered_with_the_file_in_a_fence_replaces_the_draft():
         "done",
     ]
     w, _ = worker(responses)
-    run = w.execute()
+    run = execute(w)
     entry = run.files["out.txt"]
     assert entry["content"] == "OK\n" and entry["status"] == "done" and entry["rounds"] == 1
     writes = [e for e in run.trajectory if e["action"] == "write_file"]
@@ -274,11 +306,11 @@ def test_a_draft_that_left_a_function_unimplemented_is_reminded_once_in_the_same
         ],
         step=CODE_STEP,
     )
-    draft, _ = w.generate("task", None)
+    draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == FULL
     reminder = str(model.calls[2][-1].content)
     assert prompt_values("subagent_unimplemented", reminder)["names"] == "add"
-    assert [e["action"] for e in w.run.trajectory].count("unimplemented") == 1
+    assert [e["action"] for e in w.records.run.trajectory].count("unimplemented") == 1
 
 
 def test_the_reminder_is_not_repeated_when_the_rewrite_is_still_a_stub():
@@ -291,5 +323,5 @@ def test_the_reminder_is_not_repeated_when_the_rewrite_is_still_a_stub():
         ],
         step=CODE_STEP,
     )
-    draft, _ = w.generate("task", None)
+    draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == STUB and len(model.calls) == 4  # one reminder, then the draft stands

@@ -1,0 +1,62 @@
+"""A step's evidence: its ``done_when`` check run on what the workspace holds."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from agent.checks import run_check
+from agent.controller.records import StepRecords
+from agent.controller.sources import CitationSources
+from agent.events import check_event, emit
+from agent.vfs.entries import Workspace
+
+
+class StepEvidence:
+    """Runs one step's check with what the check may see besides the files: the judge (for
+    rubric checks), the goal, the step's sources (for citations) and the declared databases
+    (for sql checks)."""
+
+    def __init__(
+        self,
+        step: Mapping[str, Any],
+        workspace: Workspace,
+        records: StepRecords,
+        *,
+        goal: str,
+        judge: Any,
+        sources: CitationSources,
+        databases: Mapping[str, str] | None = None,
+    ) -> None:
+        self.step = step
+        self.workspace = workspace
+        self.records = records
+        self.goal = goal
+        self.judge = judge
+        self.sources = sources
+        self.databases = dict(databases or {})  # declared by the user: what sql checks open
+
+    async def gather(self, revision: int) -> dict[str, Any]:
+        """The check's report on the artifact, recorded and streamed; run off the event loop
+        (checks run sandboxed processes and may call the judge synchronously)."""
+        report = dict(
+            await asyncio.to_thread(
+                run_check,
+                self.step.get("done_when"),
+                self.workspace.contents(),
+                self.step["expected_output"],
+                judge=self.judge,
+                task=self.goal,
+                tool_outputs=tuple(self.sources.outputs),
+                databases=self.databases,
+            )
+        )
+        self.records.event(
+            "check",
+            check={k: report[k] for k in ("kind", "passed", "score")},
+            observation=str(report.get("evidence", ""))[:300],
+            revision=revision,
+        )
+        emit(check_event(self.records.step_id, revision, report))
+        return report

@@ -1,0 +1,193 @@
+"""One draft as a bounded tool-calling conversation: a model turn, its tool calls, their
+results, until the model stops calling tools or the turns run out.
+
+The artifact is what the conversation wrote. A draft that wrote nothing is told once which
+tool and path to use; one whose module left functions without a body is told once to
+implement them. Every call is summarised into the trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from agent.controller.context_window import TRIM_PASSES, ContextWindowExceeded, trim_tool_results
+from agent.controller.prompting import no_tool_call_reminder, unimplemented_reminder
+from agent.controller.records import StepRecords
+from agent.controller.replay import ModelReplay
+from agent.controller.sources import CitationSources
+from agent.controller.stubs import unimplemented_functions
+from agent.controller.text_recovery import recover_text_calls
+from agent.errors import describe, is_context_overflow
+from agent.models.factory import Metered, model_key
+from agent.tools.binding import TOOL_CALLING
+from agent.tools.execute import AwaitingHuman, ToolCaller
+from agent.tools.filesystem import defuse, invalid_call_error, summarise_value, tool_name
+from agent.vfs.entries import Workspace
+
+MAX_TOOL_TURNS = 12
+
+
+class Draft:
+    """One draft's bookkeeping: its revision, and whether it has written the artifact yet
+    (a revision starts with the earlier draft's file, which does not count)."""
+
+    def __init__(self, workspace: Workspace, path: str, revision: int) -> None:
+        self.workspace = workspace
+        self.path = path
+        self.revision = revision
+        self.start = workspace.written.get(path)  # the artifact's last write, by identity
+        self.rewrite_asked = False
+        """Asked to implement functions left without a body: a fenced module in the answer
+        is the artifact again."""
+
+    def wrote(self) -> bool:
+        """Whether the artifact was written during this draft."""
+        current = self.workspace.written.get(self.path)
+        return current is not None and current is not self.start
+
+    def artifact(self) -> str:
+        """What the artifact holds now ("" before anything wrote it)."""
+        return self.workspace.contents().get(self.path, "")
+
+
+class ToolLoop:
+    """Drives a step's model through its tools for one draft at a time."""
+
+    def __init__(
+        self,
+        *,
+        model: Metered,
+        replay: ModelReplay,
+        caller: ToolCaller,
+        records: StepRecords,
+        sources: CitationSources,
+        max_turns: int = MAX_TOOL_TURNS,
+        tool_calling: str = "auto",
+    ) -> None:
+        self.model = model
+        self.model_key = model_key(model.model)
+        self.replay = replay
+        self.caller = caller
+        self.tools = caller.tools  # the step's tools, by name
+        self.records = records
+        self.sources = sources
+        self.max_turns = max_turns
+        self.tool_calling = tool_calling
+
+    async def run(
+        self, messages: list[BaseMessage], draft: Draft, metadata: dict[str, Any]
+    ) -> None:
+        """Converse until the model stops calling tools (after at most one reminder of each
+        kind) or ``max_turns`` answers; ``messages`` grows with the conversation."""
+        nudged = stubbed = False
+        self.caller.new_draft()
+        for turn in range(self.max_turns):
+            native = TOOL_CALLING.binds(self.tool_calling, self.model_key)
+            bound = list(self.tools.values()) if native else []  # else described in text
+            answer = await self._answer(messages, bound, metadata)
+            answer, from_text = recover_text_calls(
+                answer,
+                self.tools,
+                path=draft.path,
+                id_prefix=f"text-{self.records.step_id}-{draft.revision}-{turn}-",
+                fence_counts=not draft.wrote() or draft.rewrite_asked,
+            )
+            if answer.tool_calls:
+                TOOL_CALLING.record(self.model_key, native=not from_text)
+            messages.append(answer)
+            if answer.tool_calls or answer.invalid_tool_calls:
+                messages.extend(await self._results(answer, from_text=from_text))
+            elif not stubbed and (reminder := self._unimplemented(draft)):
+                messages.append(reminder)
+                stubbed = True
+            elif nudged or draft.wrote():
+                break
+            else:
+                messages.append(no_tool_call_reminder(draft.path))
+                self.records.event("no_tool_call", observation=f"reminded to write {draft.path}")
+                nudged = True
+
+    async def _answer(
+        self, messages: list[BaseMessage], tools: list[Any], metadata: dict[str, Any]
+    ) -> AIMessage:
+        """The model's next answer; a conversation over the model's context window is asked
+        again with its oldest tool results trimmed, then fails the step (not the run)."""
+        trimmed = 0
+        while True:  # each pass trims at least one tool result, or raises
+            try:
+                return await self.replay.answer(messages, self.model.ainvoke, tools, metadata)
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                cut = 0
+                for keep in TRIM_PASSES:
+                    if cut := trim_tool_results(messages, keep=keep):
+                        break
+                if not cut:
+                    self.records.event("context_window", observation=describe(exc), trimmed=trimmed)
+                    raise ContextWindowExceeded(exc, trimmed) from exc
+                trimmed += cut
+                note = f"over the model's context window: {cut} tool result(s) trimmed"
+                self.records.event("context_trimmed", observation=note, trimmed=cut)
+
+    async def _results(self, answer: AIMessage, *, from_text: bool) -> list[ToolMessage]:
+        """Run the answer's calls in order; one tool message answers each."""
+        results = []
+        for call in answer.tool_calls:
+            try:
+                outcome, note = await self.caller.run(call)
+            except AwaitingHuman as waiting:
+                names = ", ".join(f"{r['tool']} ({r['kind']})" for r in waiting.requests)
+                self.records.event("awaiting_human", observation=f"waits for a human on {names}")
+                raise
+            self.sources.offer(call, outcome.text, outcome.ok)
+            results.append(
+                self._answer_call(call, outcome.text, outcome.ok, from_text=from_text, note=note)
+            )
+            defuse(call)
+        # Arguments that were not valid JSON: tell the model, which must answer every call
+        # it made anyway (OpenAI refuses a conversation with an unanswered tool call).
+        for bad in answer.invalid_tool_calls:
+            results.append(self._answer_call(bad, invalid_call_error(bad)))
+        return results
+
+    def _answer_call(
+        self,
+        call: Mapping[str, Any],
+        observation: str,
+        ok: bool = False,
+        *,
+        from_text: bool = False,
+        note: Mapping[str, Any] | None = None,
+    ) -> ToolMessage:
+        """Record a tool call in the trajectory (a bounded summary of its arguments: the raw
+        text of unparsed ones) and build the tool message that answers it."""
+        name = tool_name(call)
+        args = call.get("args")
+        summary = summarise_value(args if args is not None else {})
+        params = summary if isinstance(summary, dict) else {"arguments": summary}  # always a dict
+        extra = {"parsed_from_text": True} if from_text else {}
+        extra |= dict(note or {})  # idempotency key, reused, approval
+        self.records.event(name, params=params, observation=observation[:200], ok=ok, **extra)
+        call_id = call.get("id")
+        return ToolMessage(
+            observation,
+            tool_call_id=call_id if isinstance(call_id, str) else "",
+            name=name,
+        )
+
+    def _unimplemented(self, draft: Draft) -> HumanMessage | None:
+        """The reminder when the artifact written in this draft left functions without a
+        body; None otherwise."""
+        if not draft.wrote():
+            return None
+        names = unimplemented_functions(draft.path, draft.artifact())
+        if not names:
+            return None
+        shown = ", ".join(names[:10])
+        self.records.event("unimplemented", observation=f"reminded to implement {shown}"[:200])
+        draft.rewrite_asked = True
+        return unimplemented_reminder(draft.path, shown)
