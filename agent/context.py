@@ -13,8 +13,7 @@ from typing import Any
 
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
-
-from agent.controller.revise import MAX_REVISIONS
+from agent.limits import MAX_REVISIONS
 
 # seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {

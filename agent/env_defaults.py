@@ -14,9 +14,11 @@ from agent.field_types import field_types
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["ENV_PREFIX", "apply_environment", "parsed", "variable"]
+__all__ = ["ENV_PREFIX", "MCP_CONFIG_VAR", "apply_environment", "parsed", "variable"]
 
 ENV_PREFIX = "DEEPREFLECT_"
+MCP_CONFIG_VAR = ENV_PREFIX + "MCP_CONFIG"
+"""The MCP config file whose servers' tools the subagents get (CLI and served graph)."""
 _BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-MCP_ENV = "DEEPREFLECT_MCP_CONFIG"
+from agent.env_defaults import MCP_CONFIG_VAR as MCP_ENV
+
 _STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 # flag dest -> Context field, for the flags that set one
 CONTEXT_FLAGS = {

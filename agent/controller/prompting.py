@@ -11,12 +11,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.prompts import render
-from agent.vfs.entries import Workspace, scratch_prefix
+from agent.vfs.entries import Workspace, is_scratch, scratch_prefix
 
 
 def readable_inputs(workspace: Workspace) -> list[str]:
     """The files the step is told it can read (its scratch space is listed apart)."""
-    return [p for p in workspace.ls() if not p.startswith("work/")]
+    return [p for p in workspace.ls() if not is_scratch(p)]
 
 
 def task_messages(

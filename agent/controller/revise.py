@@ -20,10 +20,9 @@ from langgraph.errors import GraphBubbleUp
 from agent.checks.critique import Critique, Issue, blocking, feedback, ground, parse_critique
 from agent.coroutines import maybe_await, synced
 from agent.errors import describe, is_transient
+from agent.limits import MAX_REVISIONS
 from agent.vocabulary import LoopStop
 
-MAX_REVISIONS = 2
-"""Revisions a subagent may make after its first draft, unless configured otherwise."""
 CheckReport = dict[str, Any]
 
 

@@ -21,13 +21,12 @@ from agent.controller.sources import CitationSources
 from agent.controller.stubs import unimplemented_functions
 from agent.controller.text_recovery import recover_text_calls
 from agent.errors import describe, is_context_overflow
+from agent.limits import MAX_TOOL_TURNS
 from agent.models.factory import Metered, model_key
 from agent.tools.binding import TOOL_CALLING
 from agent.tools.execute import AwaitingHuman, ToolCaller
 from agent.tools.filesystem import defuse, invalid_call_error, summarise_value, tool_name
 from agent.vfs.entries import Workspace
-
-MAX_TOOL_TURNS = 12
 
 
 class Draft:

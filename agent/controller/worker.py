@@ -24,8 +24,9 @@ from agent.controller.records import StepRecords, StepRun
 from agent.controller.replay import ModelReplay
 from agent.controller.revise import LoopConfig, arevise_loop
 from agent.controller.sources import CitationSources
-from agent.controller.tool_loop import MAX_TOOL_TURNS, Draft, ToolLoop
+from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
+from agent.limits import MAX_TOOL_TURNS
 from agent.models.factory import Metered, merge_usage
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools

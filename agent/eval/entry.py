@@ -7,12 +7,12 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agent.controller.revise import MAX_REVISIONS
 from agent.errors import ConfigError
 from agent.eval.common import Progress
 from agent.eval.datasets import load_dataset
 from agent.eval.reflection import Evidence, run_reflection_eval
 from agent.eval.seeded import SEEDED_TIMEOUT_S, run_seeded_eval
+from agent.limits import MAX_REVISIONS
 from agent.models.factory import JUDGE, load_model
 
 

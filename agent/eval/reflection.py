@@ -46,10 +46,11 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
 from agent.checks.critique import critique_from_check, merge
-from agent.controller.revise import MAX_REVISIONS, LoopConfig, LoopResult, revise_loop
+from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
 from agent.eval.datasets import Task
+from agent.limits import MAX_REVISIONS
 from agent.models.factory import JUDGE, Metered, merge_usage, total_tokens
 from agent.prompts import load_prompt
 from agent.vocabulary import StructuredOutput

@@ -1,14 +1,18 @@
-"""The deep-agent graph, wired exactly as the diagram in docs/architecture.md.
+"""The deep-agent graph, wired as the diagram of the design:
 
-START ─► planner ─Send(step)─► subagent ─► reflection ─┬─ continue / replan ─► planner
-             ├──(nothing ready)──────────► reflection  ├─ end / fail ─► finalize ─► END
-             ├──(paused, no answer)─► escalate          └─ escalate ─► interrupt()
-             └──(invalid input)─► finalize                 answer / continue ─► planner
-                                                            accept / stop ─► finalize
+START ─► planner ──Send(step)──► subagent (one per ready step, in parallel) ─► reflection
+            ▲  ├─(nothing ready)────────────────────────────────────────────► reflection
+            │  ├─(paused, resumed without an answer)─► escalate                   │
+            │  └─(invalid goal or Context)───────────► finalize                   │
+            ├──────────────── continue / replan ◄──────────────────────────────────┤
+            │                                                end / fail ─► finalize ─► END
+            └── escalate: interrupt(escalation); answer / continue ◄── escalate ──┘
+                          accept / stop ─► finalize
 
-The planner, reflection and escalate route with ``Command``: each returns the one
-destination its decision names, declared below so that ``graph.get_graph()`` and Studio draw
-every edge.
+``planner``, ``reflection`` and ``escalate`` route with ``Command``: each returns the one
+destination its decision names, from the ``Literal`` its module declares
+(``agent.graph.routes``), so ``graph.get_graph()`` and Studio draw every edge. Each node
+lives in the module named after it.
 """
 
 from __future__ import annotations
@@ -28,17 +32,14 @@ from agent.context import Context
 from agent.controller.subagents import SubAgent, build_registry
 from agent.coroutines import both_ways
 from agent.errors import ConfigError, is_transient
-from agent.graph.nodes import (
-    ESCALATE_DESTINATIONS,
-    PLANNER_DESTINATIONS,
-    REFLECTION_DESTINATIONS,
-    Planner,
-    Reflection,
-    Subagent,
-    escalate,
-    finalize,
-)
+from agent.graph.escalate import escalate
+from agent.graph.finalize import finalize
+from agent.graph.planner import Planner
+from agent.graph.reflection import Reflection
 from agent.graph.roles import Roles
+from agent.graph.routes import ESCALATE_DESTINATIONS, PLANNER_DESTINATIONS, REFLECTION_DESTINATIONS
+from agent.graph.subagent import Subagent
+from agent.limits import MAX_TOOL_TURNS
 from agent.reflection.rules import RULES, Rule
 from agent.state import InputState, State, SubagentTask
 from agent.tools.approvals import InterruptOn, interrupt_config
@@ -77,7 +78,7 @@ def build_graph(
     subagents: Sequence[SubAgent | Mapping[str, Any]] | None = None,
     tools: Mapping[str, Sequence[Any]] | None = None,
     retry_policy: RetryPolicy | None = DEFAULT_RETRY,
-    max_tool_turns: int = 12,
+    max_tool_turns: int = MAX_TOOL_TURNS,
     interrupt_on: InterruptOn | None = None,
     interrupt_after: Sequence[str] = (),
     name: str = "deep_agent",
@@ -117,18 +118,39 @@ def build_graph(
     """
     declared = _declared(databases)
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
-    planner = Planner(roles, declared)
-    subagent = Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared)
-    reflection = Reflection(roles, reflection_rules)
-
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
+    wire(
+        builder,
+        planner=Planner(roles, declared),
+        subagent=Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared),
+        reflection=Reflection(roles, reflection_rules),
+        retry_policy=retry_policy,
+    )
+    graph = builder.compile(
+        checkpointer=checkpointer, interrupt_after=list(interrupt_after), name=name
+    )
+    # Under invoke each parallel subagent holds a thread while it waits on the loop; the
+    # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.
+    return graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
+
+
+def wire(
+    builder: StateGraph[Any, Context, InputState, Any],
+    *,
+    planner: Planner,
+    subagent: Subagent,
+    reflection: Reflection,
+    retry_policy: RetryPolicy | None,
+) -> None:
+    """The diagram above, node by node: the edges a node chooses among are its declared
+    destinations; the fixed ones are added at the end."""
     # The model-calling nodes are coroutines, run natively by ainvoke/astream and on one
     # background loop by invoke/stream (agent.coroutines), so both work with the same code.
     builder.add_node(
         "planner",
         both_ways(planner.node, "planner"),
         retry_policy=retry_policy,
-        destinations=PLANNER_DESTINATIONS,
+        destinations=PLANNER_DESTINATIONS,  # subagent (Send), reflection, escalate, finalize
     )
     builder.add_node(
         "subagent",
@@ -140,7 +162,7 @@ def build_graph(
         "reflection",
         both_ways(reflection.node, "reflection"),
         retry_policy=retry_policy,
-        destinations=REFLECTION_DESTINATIONS,
+        destinations=REFLECTION_DESTINATIONS,  # planner, escalate, finalize
     )
     builder.add_node("escalate", cast(Any, escalate), destinations=ESCALATE_DESTINATIONS)
     builder.add_node("finalize", cast(Any, finalize))
@@ -148,10 +170,3 @@ def build_graph(
     builder.add_edge(START, "planner")
     builder.add_edge("subagent", "reflection")
     builder.add_edge("finalize", END)
-
-    graph = builder.compile(
-        checkpointer=checkpointer, interrupt_after=list(interrupt_after), name=name
-    )
-    # Under invoke each parallel subagent holds a thread while it waits on the loop; the
-    # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.
-    return graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)

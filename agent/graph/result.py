@@ -9,13 +9,16 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from agent.plan.progress import is_done
+from agent.vocabulary import FileStatus, Status, StopReason
 
 
 class Result(TypedDict):
     """Why a run stopped and what it left behind (docs/architecture.md, CLI --json)."""
 
     status: str
+    """A ``Status`` value, as state holds it."""
     stop_reason: str | None
+    """A ``StopReason`` value, as state holds it."""
     converged: bool
     final_answer: str | None
     artifacts: dict[str, dict[str, Any]]
@@ -38,7 +41,7 @@ def open_issues(files: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Blocking issues still open, read from the critique files subagents leave behind."""
     issues: list[dict[str, Any]] = []
     for path, entry in sorted(files.items()):
-        if entry.get("kind") != "critique" or entry.get("status") != "active":
+        if entry.get("kind") != "critique" or entry.get("status") != FileStatus.ACTIVE:
             continue
         try:
             body = json.loads(entry.get("content") or "{}")
@@ -64,15 +67,17 @@ def build_result(state: Mapping[str, Any], thread_id: str | None = None) -> Resu
         }
         for s in steps
     }
-    status = state.get("status") or "running"
+    # read as state holds them (plain strings, each equal to its member)
+    status = state.get("status") or Status.RUNNING.value
+    stop_reason = state.get("stop_reason")
     return {
         "status": status,
-        "stop_reason": state.get("stop_reason"),
+        "stop_reason": stop_reason,
         # accepted by a human: a success, never a convergence
-        "converged": status == "success"
-        and state.get("stop_reason") != "accepted_by_human"
+        "converged": status == Status.SUCCESS
+        and stop_reason != StopReason.ACCEPTED_BY_HUMAN
         and all(is_done(s, files) for s in steps),
-        "final_answer": _final_answer(state) if status == "success" else None,
+        "final_answer": _final_answer(state) if status == Status.SUCCESS else None,
         "artifacts": artifacts,
         "open_issues": open_issues(files),
         "rounds": int(state.get("step") or 0),

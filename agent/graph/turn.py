@@ -24,6 +24,7 @@ from agent.reflection.answers import Answer, parse_answer, typed_choice
 from agent.state import CUT_KEY, MAX_GOAL_CHARS
 from agent.tools.approvals import decided, pending_requests, read_decisions
 from agent.vfs.user_entries import taken_in
+from agent.vocabulary import Decision, Status, StopReason
 
 __all__ = [
     "Intake",
@@ -37,7 +38,7 @@ __all__ = [
     "take_in",
 ]
 
-TERMINAL = ("success", "failed")
+TERMINAL = (Status.SUCCESS, Status.FAILED)
 IntakeRoute = Literal["plan", "dispatch", "escalate", "finalize"]
 """``plan``: a (new) plan is needed; ``dispatch``: run the ready steps of the current one."""
 
@@ -74,7 +75,9 @@ def _refused_files(state: Mapping[str, Any], deleted: dict[str, Any], problem: s
     if state.get("escalation"):
         note = f"Those files were not accepted ({problem}); please send them again."
         return Intake("escalate", update | {"messages": [AIMessage(note)]})
-    return Intake("finalize", update | failed("invalid_input", f"files refused: {problem}"))
+    return Intake(
+        "finalize", update | failed(StopReason.INVALID_INPUT, f"files refused: {problem}")
+    )
 
 
 def _taken(state: Mapping[str, Any], ctx: Context, now: float | None) -> Intake:
@@ -105,7 +108,7 @@ def _first_goal(
         # nothing of a rejected goal is kept: a goal sent as `goal` is cleared, one sent as a
         # message is already a bounded placeholder (agent.state.bounded_messages)
         cleared = {"goal": ""} if human is None else {}
-        return Intake("finalize", cleared | failed("invalid_input", problem))
+        return Intake("finalize", cleared | failed(StopReason.INVALID_INPUT, problem))
     update: dict[str, Any] = {}
     if human is None:
         human = HumanMessage(goal, id=str(uuid.uuid4()))
@@ -123,7 +126,8 @@ def _answer(
             turn = {**(state.get("turn") or {}), "human_id": human.id}
             note = AIMessage(f"That answer was not accepted ({problem}); please answer again.")
             return Intake("escalate", {"turn": turn, "messages": [note]})
-        return Intake("finalize", failed("invalid_input", f"request rejected: {problem}"))
+        rejected = failed(StopReason.INVALID_INPUT, f"request rejected: {problem}")
+        return Intake("finalize", rejected)
     if state.get("escalation"):
         chosen = _chosen(state, human, text)
         if isinstance(chosen, Intake):
@@ -152,7 +156,8 @@ def _chosen(state: Mapping[str, Any], human: HumanMessage, text: str) -> Intake 
         if decisions is None:
             return text
         update = {"approvals": decided(requests, decisions), "escalation": None}
-        return Intake("dispatch", update | {"status": "running", "stop_reason": None} | taken)
+        running = {"status": Status.RUNNING.value, "stop_reason": None}
+        return Intake("dispatch", update | running | taken)
     try:
         answer = parse_answer(value)
     except ConfigError:  # a malformed suggested value: the words are an answer
@@ -170,9 +175,12 @@ def acted_on(answer: Answer, state: Mapping[str, Any]) -> dict[str, Any]:
     if answer.action == "answer":
         return {"messages": [HumanMessage(answer.text, id=str(uuid.uuid4()))]}
     if answer.action == "accept":
-        return done | {"status": "success", "stop_reason": "accepted_by_human"}
+        return done | {
+            "status": Status.SUCCESS.value,
+            "stop_reason": StopReason.ACCEPTED_BY_HUMAN.value,
+        }
     if answer.action == "stop":
-        return done | failed("stopped_by_human", "the human stopped the run")
+        return done | failed(StopReason.STOPPED_BY_HUMAN, "the human stopped the run")
     turn = {
         **(state.get("turn") or {}),
         "started_at": time.time(),
@@ -180,7 +188,8 @@ def acted_on(answer: Answer, state: Mapping[str, Any]) -> dict[str, Any]:
         "start_tokens": total_tokens(state.get("usage")),
         "budget": answer.budget,  # raised budgets hold for this turn only
     }
-    return done | {"turn": turn, "status": "running", "stop_reason": None, "reflection_depth": 0}
+    restarted = {"status": Status.RUNNING.value, "stop_reason": None, "reflection_depth": 0}
+    return done | {"turn": turn} | restarted
 
 
 def new_turn(
@@ -197,7 +206,7 @@ def new_turn(
         "turn": turn,
         "context": dataclasses.asdict(ctx),
         "reflection_depth": 0,
-        "status": "running",
+        "status": Status.RUNNING.value,
         "stop_reason": None,
         "escalation": None,
     }
@@ -240,23 +249,24 @@ def config_failure(ctx: Context) -> dict[str, Any] | None:
     """The update that fails the run on an invalid Context (every problem, each naming its
     field), or None. Every node that reads the Context's numbers checks it first."""
     if problems := ctx.validate():
-        return failed("invalid_input", "configuration: " + "; ".join(problems))
+        return failed(StopReason.INVALID_INPUT, "configuration: " + "; ".join(problems))
     return None
 
 
-def failed(stop_reason: str, reason: str) -> dict[str, Any]:
-    """The update that ends the run ``failed`` with ``stop_reason``, logged as a decision."""
+def failed(stop_reason: StopReason, reason: str) -> dict[str, Any]:
+    """The update that ends the run ``failed`` with ``stop_reason``, logged as a decision
+    (plain strings in state: a checkpoint stores an enum member as a Python object)."""
     return {
-        "status": "failed",
-        "stop_reason": stop_reason,
+        "status": Status.FAILED.value,
+        "stop_reason": stop_reason.value,
         "decisions": [
             {
                 "round": None,
-                "decision": "fail",
+                "decision": Decision.FAIL.value,
                 "reason": reason,
                 "by": "rule",
                 "forced": True,
-                "stop_reason": stop_reason,
+                "stop_reason": stop_reason.value,
             }
         ],
     }

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agent.errors import ConfigError
 from agent.models.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
+from agent.vfs.entries import is_scratch
 
 SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap", "rolling", "files")
 # the goal `deepreflect demo --scenario NAME` runs: what each scenario's plan is about
@@ -187,7 +188,7 @@ def _inventory(messages: list[BaseMessage]) -> Any:
     last = results[-1]
     if last.name == "ls":
         listed = str(last.content).splitlines()
-        paths = [p for p in listed if p not in (INVENTORY, "(no files)") and p[:5] != "work/"]
+        paths = [p for p in listed if p not in (INVENTORY, "(no files)") and not is_scratch(p)]
         calls = [{"name": "read_file", "args": {"path": p}, "id": f"read-{p}"} for p in paths]
         if calls:
             return AIMessage(content="", tool_calls=calls)

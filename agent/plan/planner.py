@@ -20,7 +20,7 @@ from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
 from agent.prompts import render
-from agent.vfs.entries import PathError, summarize_files, validate_path
+from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
 from agent.vfs.quoting import data_block
 from agent.vfs.user_entries import planner_view
 
@@ -68,7 +68,7 @@ async def ask_planner(
                 actions=registry,
                 max_steps=max_plan_steps,
                 databases=databases,
-                files=tuple(p for p in files if not p.startswith("work/")),  # not scratch
+                files=tuple(p for p in files if not is_scratch(p)),
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
@@ -168,7 +168,7 @@ def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft |
 def _artifact_path(path: str) -> bool:
     """Whether a step may write ``path`` (a VFS path, not scratch space)."""
     try:
-        return validate_path(path) == path and not path.startswith("work/")
+        return validate_path(path) == path and not is_scratch(path)
     except PathError:
         return False
 

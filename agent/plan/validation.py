@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import PlanDraft, Step, dependency_cycle
+from agent.vfs.entries import is_scratch
 from agent.vfs.filenames import fold
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def _output_errors(step: Step, outputs: dict[str, str], folded: dict[str, str]) 
     if output in outputs:
         errors.append(f"steps {outputs[output]} and {step.step_id} both produce {output!r}")
     outputs.setdefault(output, step.step_id)
-    if output.startswith("work/"):
+    if is_scratch(output):
         errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
     return errors
 

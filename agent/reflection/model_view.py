@@ -16,7 +16,7 @@ from agent.plan.progress import is_done
 from agent.prompts import render
 from agent.reflection.rules import Decision
 from agent.reflection.situation import Situation
-from agent.vfs.entries import summarize_files
+from agent.vfs.entries import is_scratch, summarize_files
 from agent.vfs.quoting import data_block
 from agent.vocabulary import StopReason
 
@@ -44,9 +44,7 @@ class ReflectionAnswer(BaseModel):
 def visible_files(s: Situation) -> dict[str, Mapping[str, Any]]:
     """The files reflection is shown: subagents name their scratch files, so only their
     number is shown, not their names (critiques stay, they are the step's open issues)."""
-    return {
-        p: e for p, e in s.files.items() if not p.startswith("work/") or e.get("kind") == "critique"
-    }
+    return {p: e for p, e in s.files.items() if not is_scratch(p) or e.get("kind") == "critique"}
 
 
 def file_summaries(s: Situation) -> dict[str, dict[str, Any]]:

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
 
+from agent.env_defaults import MCP_CONFIG_VAR
 from agent.errors import ConfigError, describe
 from agent.tools.custom import VFS_TOOL_NAMES
 
@@ -40,7 +41,7 @@ __all__ = [
     "tools_from_config",
 ]
 
-ENV_VAR = "DEEPREFLECT_MCP_CONFIG"
+ENV_VAR = MCP_CONFIG_VAR
 """The environment variable naming the config file (read by ``graphs/deep_agent.py``)."""
 DEFAULT_ROLES = ("researcher", "coder")
 LOAD_TIMEOUT_S = 60.0

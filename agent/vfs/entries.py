@@ -199,9 +199,18 @@ def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[s
     return summary
 
 
+SCRATCH = "work/"
+"""The folder of the steps' scratch files: never an artifact, a user file or a plan's output."""
+
+
 def scratch_prefix(step_id: str) -> str:
     """Folder where a step may keep scratch files."""
-    return f"work/{step_id}/"
+    return f"{SCRATCH}{step_id}/"
+
+
+def is_scratch(path: str) -> bool:
+    """Whether ``path`` is a step's scratch file."""
+    return path.startswith(SCRATCH)
 
 
 class Workspace:

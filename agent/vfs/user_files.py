@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agent.errors import ConfigError
-from agent.vfs.entries import MAX_FILE_BYTES, PathError, validate_path
+from agent.vfs.entries import MAX_FILE_BYTES, SCRATCH, PathError, validate_path
 
 __all__ = [
     "MAX_USER_BYTES",
@@ -29,7 +29,7 @@ MAX_USER_FILES = 200
 """User files a thread may hold: well below the VFS's 500, so steps can still write theirs."""
 MAX_USER_BYTES = 5_000_000
 """Their total UTF-8 size; each one is also bounded by ``agent.vfs.entries.MAX_FILE_BYTES``."""
-RESERVED = "work/"
+RESERVED = SCRATCH
 """The steps' scratch space: a user file there could be overwritten as scratch."""
 
 

@@ -28,8 +28,9 @@ from langgraph.runtime import Runtime
 from agent import Context, ScriptedChatModel, build_graph, run
 from agent.cli import main
 from agent.controller.subagents import build_registry
-from agent.graph.nodes import Reflection, Subagent
+from agent.graph.reflection import Reflection
 from agent.graph.roles import Roles
+from agent.graph.subagent import Subagent
 from agent.models.factory import tool_call
 from agent.plan.steps import STEP_ID
 from agent.plan.validation import parse_plan

@@ -13,10 +13,10 @@ import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import ScriptedChatModel, resume, run
-from agent.graph.nodes import MAX_GOAL_CHARS
 from agent.models.factory import tool_call
 from agent.plan import steps as plan_module
 from agent.runs.runner import thread_config
+from agent.state import MAX_GOAL_CHARS
 from agent.tools.filesystem import vfs_tools
 from agent.vfs.entries import MAX_FILE_BYTES, MAX_FILES, MAX_PATH_CHARS, PathError, Workspace
 from tests.fakes import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.graph.final import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
+from agent.graph.finalize import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
 from agent.vfs.entries import file_entry as _entry
 from tests.fakes import step
 

@@ -60,7 +60,7 @@ def test_the_import_graph_sees_the_imports_it_should():
     assert {"agent.models.scenarios", "agent.models.scripted"} <= graph["agent.models.factory"]
     assert "agent.models.scripted" in graph["agent.models.scenarios"]
     assert (
-        "agent.reflection.rules" in graph["agent.graph.nodes"]
+        "agent.reflection.rules" in graph["agent.graph.reflection"]
     )  # `from agent import reflection as ...`
 
 

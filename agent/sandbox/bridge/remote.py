@@ -23,6 +23,7 @@ from .operations import BINARY, UNARY
 from .plain_data import plain_error
 from .wire import BridgeError
 
+
 class CheckSide(Protocol):
     """What a handle needs of the check's side of the link (``check_side.CheckSide``): a
     request to the artifact, and the artifact's exception classes by id."""

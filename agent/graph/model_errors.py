@@ -1,0 +1,63 @@
+"""What a node does when its model fails: a transient error is re-raised for the graph's
+``RetryPolicy``, a permanent one fails the run (saying how to choose another model when
+that is the fix), and one of no known class escalates with its evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.types import Command
+
+from agent.context import Context
+from agent.errors import ErrorClass, classify, describe
+from agent.graph.escalation import unknown_error
+from agent.graph.inputs import StateView
+from agent.graph.routes import ReflectionRoute, command_for
+from agent.graph.turn import failed
+from agent.prompts import render
+from agent.state import SubagentTask
+from agent.vocabulary import StopReason
+
+__all__ = ["model_error_event", "model_failure", "model_fix"]
+
+# a model error that choosing another model (or its key) fixes: the failure says how
+MODEL_FIXES = (ErrorClass.PERMISSION_DENIED, ErrorClass.INVALID_INPUT)
+PERMANENT = (ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED, ErrorClass.INVALID_INPUT)
+
+
+def model_fix(error_class: ErrorClass) -> str | None:
+    """How to choose another model, when that is what fixes ``error_class``."""
+    return render("model_error_fix").strip() if error_class in MODEL_FIXES else None
+
+
+def model_failure(
+    exc: Exception, role: str, state: StateView, ctx: Context, update: dict[str, Any]
+) -> Command[ReflectionRoute]:
+    """Transient errors are re-raised for the RetryPolicy; the rest stop or escalate."""
+    error_class = classify(exc)
+    if error_class is ErrorClass.TRANSIENT:
+        raise exc
+    evidence = f"{role} model: {describe(exc)}"
+    if error_class in PERMANENT:
+        failure = failed(StopReason(error_class.value), evidence)
+        if fix := model_fix(error_class):  # the model or its key is wrong: say how to choose
+            failure["decisions"][-1]["fix"] = fix
+        return Command(goto="finalize", update=update | failure)
+    return command_for(unknown_error(role, evidence), state, ctx, update)
+
+
+def model_error_event(task: SubagentTask, exc: Exception) -> dict[str, Any]:
+    """What a subagent records when its model cannot even be made; reflection fails the run
+    on its class (``rule_fatal_error``), and the observation says how to choose another."""
+    error_class = classify(exc)
+    event = {
+        "round": task["round"],
+        "step_id": task["step"]["step_id"],
+        "actor": task["step"]["action"],
+        "action": "error",
+        "error_class": error_class.value,
+        "observation": f"{task['step']['action']} model: {describe(exc)}",
+    }
+    if fix := model_fix(error_class):
+        event["fix"] = fix
+    return event

@@ -1,0 +1,136 @@
+"""The ``planner`` node: take in the turn (``agent.graph.turn``), plan or replan when asked
+(``agent.plan.planner``), then send each ready step to a subagent, or go to reflection when
+none is ready."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
+
+from agent.context import Context, as_context
+from agent.events import emit, plan_event, progress_message, step_event, told
+from agent.graph.escalation import invalid_plan
+from agent.graph.inputs import StateView, declared_databases
+from agent.graph.model_errors import model_failure
+from agent.graph.roles import Roles
+from agent.graph.routes import PlannerRoute, command_for
+from agent.graph.turn import take_in
+from agent.graph.updates import combined, with_update
+from agent.plan.planner import apply_plan, ask_planner
+from agent.plan.progress import ready_steps
+from agent.reflection.budget import budget_of
+from agent.state import SubagentTask
+from agent.vfs.entries import scratch_prefix
+from agent.vfs.user_entries import user_paths
+
+__all__ = ["Planner", "dispatch", "subagent_task"]
+
+
+class Planner:
+    """Take in the turn, plan when asked, dispatch the ready steps."""
+
+    def __init__(self, roles: Roles, databases: Mapping[str, str] | None = None) -> None:
+        self.roles = roles
+        self.databases = dict(databases or {})
+
+    async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
+        ctx = as_context(runtime.context)
+        taken = take_in(state, ctx)
+        if taken.next in ("escalate", "finalize"):
+            return Command(goto=taken.next, update=taken.update)
+        update = dict(taken.update)
+        if taken.next == "plan":
+            planned = await self._plan(with_update(state, update), ctx)
+            if isinstance(planned, Command):  # escalated or failed: the turn is still taken in
+                return Command(goto=planned.goto, update=combined(update, planned.update))
+            update = announced(state, ctx, combined(update, planned))
+        return dispatch(with_update(state, update), ctx, update)
+
+    async def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
+        """The plan update, or the command that escalates or fails instead."""
+        request = state.get("plan_request") or {}
+        asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
+        try:
+            metered = self.roles.metered("planner", ctx, asked)
+        except Exception as exc:  # no model to ask: a missing key, an unknown provider
+            return model_failure(exc, "planner", state, ctx, {})
+        try:
+            outcome = await ask_planner(
+                metered,
+                state,
+                self.roles.registry,
+                **asked,
+                max_plan_steps=ctx.max_plan_steps,
+                planning=ctx.planning,
+                databases=tuple(declared_databases(ctx, self.databases)),
+            )
+        except Exception as exc:
+            return model_failure(exc, "planner", state, ctx, {"usage": metered.usage})
+        update: dict[str, Any] = {"usage": metered.usage, "plan_request": None}
+        if outcome.steps is None:
+            return command_for(invalid_plan(outcome.errors), state, ctx, update)
+        return update | apply_plan(state, outcome.steps)
+
+
+def announced(state: StateView, ctx: Context, update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` after the new plan went out as an event (and as a chat message when the
+    Context asks for progress in the chat)."""
+    current = with_update(state, update)
+    event = plan_event(current["plan"])
+    emit(event)
+    if not ctx.chat_progress:
+        return update
+    told_id = f"progress-plan-{event['version']}-{int(current.get('step') or 0)}"
+    plan_told = told(state.get("messages") or [], [progress_message(event, told_id)])
+    return combined(update, {"messages": plan_told})
+
+
+def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[PlannerRoute]:
+    """Send each ready step (at most ``max_parallel``) to a subagent, or reflect if none."""
+    plan = state.get("plan") or {"steps": []}
+    files = state.get("files") or {}
+    ready = ready_steps(plan, files)[: ctx.max_parallel]
+    step = int(state.get("step") or 0) + 1
+    update = update | {"dispatch": [s["step_id"] for s in ready], "step": step}
+    if not ready:
+        return Command(goto="reflection", update=update)
+    left = budget_of(state, ctx, step=step)
+    allowance, seconds = left.token_allowance(len(ready)), left.time_allowance()
+    sends = [
+        Send("subagent", subagent_task(s, state, files, step, allowance, seconds)) for s in ready
+    ]
+    for s in ready:
+        emit(step_event(s, step))
+    return Command(goto=sends, update=update)
+
+
+def subagent_task(
+    step: Mapping[str, Any],
+    state: StateView,
+    files: Mapping[str, Any],
+    round_no: int,
+    allowance: int,
+    seconds: float,
+) -> SubagentTask:
+    """What one subagent gets: its step, the goal, and the paths of the files it may read.
+
+    Paths, not contents: a ``Send`` is stored with the checkpoint (twice: as a write and as a
+    pending task), so contents in it would store each input again for every step reading
+    it. The subagent reads the contents from the ``files`` channel when it starts."""
+    by_id = {s["step_id"]: s for s in state["plan"]["steps"]}
+    readable = [by_id[d]["expected_output"] for d in step["depends_on"] if d in by_id]
+    own = [step["expected_output"]] + [
+        p for p in files if p.startswith(scratch_prefix(step["step_id"]))
+    ]
+    paths = dict.fromkeys(readable + user_paths(files) + own)  # every step reads the user's
+    return {
+        "step": dict(step),
+        "goal": state.get("goal", ""),
+        "readable": [p for p in paths if p in files],
+        "round": round_no,
+        "token_allowance": allowance,
+        "time_allowance_s": seconds,
+    }

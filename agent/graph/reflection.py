@@ -1,0 +1,76 @@
+"""The ``reflection`` node: the rules in order (``agent.reflection.rules``), the model only
+when none decides; the decision becomes the route (``agent.graph.routes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+import agent.reflection.rules as rules
+from agent.context import Context, as_context
+from agent.graph.escalation import approval_decision
+from agent.graph.inputs import StateView, plan_version
+from agent.graph.model_errors import model_failure
+from agent.graph.roles import Roles
+from agent.graph.routes import ReflectionRoute, command_for
+from agent.graph.turn import config_failure
+from agent.models.factory import Metered
+from agent.prompts import render
+from agent.reflection.model_view import (
+    ReflectionAnswer,
+    from_answer,
+    reflection_messages,
+    summary_changes,
+)
+from agent.reflection.situation import Situation, situation_from_state
+from agent.tools.approvals import pending_requests
+
+__all__ = ["Reflection", "ask_reflection"]
+
+
+class Reflection:
+    """Decide continue, replan, end or escalate: rules first, the model only if needed."""
+
+    def __init__(self, roles: Roles, rules_in_order: Sequence[rules.Rule]) -> None:
+        self.roles = roles
+        self.rules = tuple(rules_in_order)
+
+    async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[ReflectionRoute]:
+        ctx = as_context(runtime.context)
+        if (failure := config_failure(ctx)) is not None:
+            return Command(goto="finalize", update=failure)
+        s = situation_from_state(state, ctx)
+        update: dict[str, Any] = {}
+        if requests := pending_requests(state.get("approvals"), plan_version(state)):
+            # before any rule: a step waits for a human, whatever the others did
+            return command_for(approval_decision(requests), state, ctx, update, situation=s)
+        decision = rules.decide_by_rule(s, self.rules)
+        if decision is None:
+            try:
+                metered = self.roles.metered("reflection", ctx)
+            except Exception as exc:  # no model to ask: a missing key, an unknown provider
+                return model_failure(exc, "reflection", state, ctx, update)
+            try:
+                decision = await ask_reflection(metered, s)
+            except Exception as exc:
+                return model_failure(exc, "reflection", state, ctx, {"usage": metered.usage})
+            update["usage"] = metered.usage
+            decision = rules.validate_decision(decision, s)
+        update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)
+        return command_for(decision, state, ctx, update, situation=s)
+
+
+async def ask_reflection(metered: Metered, s: Situation) -> rules.Decision:
+    """The reflection model's decision; malformed twice is a failed round, never an end."""
+    messages = reflection_messages(s)
+    answer, raw = await metered.astructured(messages, ReflectionAnswer)
+    if answer is None:  # one retry with the error
+        messages += [AIMessage(raw[:1000]), HumanMessage(render("reflection_retry", error=raw))]
+        answer, raw = await metered.astructured(messages, ReflectionAnswer)
+    if answer is None:
+        return rules.failed_round(s, raw)
+    return from_answer(answer)

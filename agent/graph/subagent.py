@@ -1,0 +1,166 @@
+"""The ``subagent`` node: one plan step in the revise loop (``agent.controller.worker``),
+then the files it wrote and what it did."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.runtime import Runtime
+
+from agent.context import Context, as_context
+from agent.controller.revise import LoopConfig
+from agent.controller.subagents import SubAgent
+from agent.controller.worker import StepRun, StepWorker
+from agent.errors import ErrorClass, classify
+from agent.events import check_event, progress_message
+from agent.graph.inputs import current_channel, current_files, declared_databases
+from agent.graph.model_errors import model_error_event
+from agent.graph.roles import Roles
+from agent.models.factory import JUDGE, Metered, merge_usage
+from agent.state import SubagentTask
+from agent.store.journal import journal_for
+from agent.tools.approvals import interrupt_config
+from agent.tools.execute import CallScope
+from agent.vfs.user_entries import keep_origin
+
+__all__ = ["Subagent", "call_scope", "step_update", "task_inputs", "told_checks"]
+
+
+class Subagent:
+    """One step, one subagent: the revise loop, then the files and what it did."""
+
+    def __init__(
+        self,
+        roles: Roles,
+        max_tool_turns: int,
+        interrupt_on: Mapping[str, Mapping[str, Any]] | None = None,
+        databases: Mapping[str, str] | None = None,
+    ) -> None:
+        self.roles = roles
+        self.max_tool_turns = max_tool_turns
+        self.interrupt_on = dict(interrupt_on or {})
+        self.databases = dict(databases or {})
+
+    async def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = as_context(runtime.context)
+        if problems := ctx.validate():  # a run resumed mid-round with a bad Context
+            return {"trajectory": [config_error_event(state, problems)]}
+        spec = self.roles.registry[state["step"]["action"]]
+        try:
+            model = self.roles.metered(state["step"]["action"], ctx)
+            judge, judge_usage = self.roles.metered(JUDGE, ctx).observed()
+        except Exception as exc:  # no model to ask: a missing key, an unknown provider
+            if classify(exc) is ErrorClass.TRANSIENT:
+                raise
+            return {"trajectory": [model_error_event(state, exc)]}
+        worker = self._worker(state, spec, runtime, ctx, model, judge)
+        run = await worker.aexecute()
+        return step_update(run, merge_usage(run.usage, judge_usage.usage), ctx)
+
+    def _worker(
+        self,
+        task: SubagentTask,
+        spec: SubAgent,
+        runtime: Runtime[Context],
+        ctx: Context,
+        model: Metered,
+        judge: Runnable,
+    ) -> StepWorker:
+        """The step's worker: its subagent's prompt and tools, the revise loop's bounds from
+        the Context and the task's allowances, and where its tool calls happen."""
+        step = task["step"]
+        return StepWorker(
+            step=step,
+            goal=task["goal"],
+            inputs=task_inputs(task, current_files()),
+            round_no=task["round"],
+            system_prompt=spec["prompt"],
+            model=model,
+            judge=judge,
+            extra_tools=list(spec.get("tools") or []),
+            loop_config=LoopConfig(
+                max_revisions=ctx.max_revisions,
+                min_gain=ctx.min_gain,
+                token_budget=max(1, int(task["token_allowance"])),
+                timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
+            ),
+            max_tool_turns=self.max_tool_turns,
+            scope=call_scope(runtime, self._interrupt_on(ctx)),
+            tool_calling=ctx.tool_calling,
+            replay=current_channel("replay").get(step["step_id"]),
+            databases=declared_databases(ctx, self.databases),
+        )
+
+    def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
+        """build_graph's ``interrupt_on`` plus the Context's tool names (all decisions)."""
+        added = interrupt_config({name: True for name in ctx.approval_tools()})
+        return added | self.interrupt_on
+
+
+def step_update(run: StepRun, usage: dict[str, dict[str, int]], ctx: Context) -> dict[str, Any]:
+    """What a finished (or waiting) step writes: its files, keeping the user's mark on the
+    ones it edited, its trajectory and usage, and what it waits on."""
+    files = keep_origin(run.files, current_files())
+    update: dict[str, Any] = {"files": files, "trajectory": run.trajectory, "usage": usage}
+    if ctx.chat_progress and (told := told_checks(run.trajectory)):
+        update["messages"] = told
+    if run.approvals:
+        update["approvals"] = run.approvals
+    if run.replay:
+        update["replay"] = run.replay
+    return update
+
+
+def task_inputs(task: SubagentTask, files: Mapping[str, Any]) -> dict[str, str]:
+    """The contents of the files a subagent task may read."""
+    return {p: files[p]["content"] for p in task.get("readable", ()) if p in files}
+
+
+def call_scope(runtime: Runtime[Context], interrupt_on: Mapping[str, Any]) -> CallScope:
+    """Where a subagent's tool calls happen: its thread, turn and plan, the thread's journal
+    (beside its checkpoints, ``agent.store.journal``) and approvals, and the tools to approve."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:
+        configurable = {}
+    turn = current_channel("turn")
+    return CallScope(
+        thread_id=str(configurable.get("thread_id") or ""),
+        turn=str(turn.get("human_id") or turn.get("started_at") or ""),
+        plan_version=int(current_channel("plan").get("version") or 0),
+        journal=journal_for(configurable.get(CONFIG_KEY_CHECKPOINTER), runtime.store),
+        approvals=current_channel("approvals"),
+        interrupt_on=interrupt_on,
+    )
+
+
+def told_checks(trajectory: Sequence[Mapping[str, Any]]) -> list[AIMessage]:
+    """Each check a step ran, as the chat's progress message: one per draft, each id fixed
+    by the round, the step and the check's place in it (a re-run replaces, never adds)."""
+    told: list[AIMessage] = []
+    for event in trajectory:
+        if event.get("action") != "check":
+            continue
+        report = {**(event.get("check") or {}), "evidence": event.get("observation", "")}
+        checked = check_event(str(event["step_id"]), int(event.get("revision") or 0), report)
+        told_id = f"progress-check-{event.get('round')}-{event['step_id']}-{len(told)}"
+        told.append(progress_message(checked, told_id))
+    return told
+
+
+def config_error_event(task: SubagentTask, problems: list[str]) -> dict[str, Any]:
+    """What a subagent records instead of working when the Context is invalid; reflection
+    then fails the run (it checks the Context too)."""
+    return {
+        "round": task["round"],
+        "step_id": task["step"]["step_id"],
+        "actor": task["step"]["action"],
+        "action": "error",
+        "error_class": ErrorClass.INVALID_INPUT.value,
+        "observation": "configuration: " + "; ".join(problems),
+    }
