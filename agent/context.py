@@ -15,7 +15,7 @@ from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 from agent.limits import MAX_REVISIONS
 
-# seed 000: the depth cap follows the workload; 10 is the ceiling for any of them.
+# the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "qa": 2,
     "research": 3,

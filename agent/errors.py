@@ -1,4 +1,4 @@
-"""Error classes (seed 001): the class of a failure chooses the next action, not the model.
+"""Error classes: the class of a failure chooses the next action, not the model.
 
 Failures are classified by what they do, not by one client library's class names: the HTTP
 status they carry, the standard library's and the HTTP clients' transport errors, LangChain's

@@ -1,6 +1,6 @@
 """The ``citations`` kind: every source URL the artifact cites came back from the step's tools.
 
-Grounded evidence against invented sources (seed 001: "missing citations or evidence that
+Grounded evidence against invented sources ("missing citations or evidence that
 does not support a claim"). ``run_check`` lends the check the text of every tool result the
 step's tools returned (:func:`agent.checks.registry.current_tool_outputs`); the artifact
 passes when it cites at least one URL, at least ``min`` distinct ones, and every one of them

@@ -1,5 +1,5 @@
 """Grounded, stateless critique: the schema a critic answers in, a parser that fails safe, and
-the critic call itself (seed 003: every issue carries evidence; seed 002: a malformed critique
+the critic call itself (every issue carries evidence; a malformed critique
 is never approval)."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _json_text(text: str) -> str:
 
 
 def ground(critique: Critique) -> Critique:
-    """Drop issues without evidence (seed 003: this removes most hallucinated criticism)."""
+    """Drop issues without evidence (this removes most hallucinated criticism)."""
     kept = [issue for issue in critique.issues if issue.evidence.strip()]
     return critique.model_copy(update={"issues": kept})
 
@@ -168,7 +168,7 @@ def critic_messages(
     rubric: str | Sequence[str],
 ) -> list[BaseMessage]:
     """The critic's whole input. Stateless by construction: there is no parameter through which
-    the generator's reasoning or an earlier critique could reach it (seeds 002, 003)."""
+    the generator's reasoning or an earlier critique could reach it."""
     human = render(
         "critic_input",
         task=task,

@@ -1,6 +1,6 @@
 """A step's critique: its failed check, as a blocking issue quoting the check's evidence.
 
-The check is the grounded critic (seed 003). A rubric check has already asked the judge,
+The check is the grounded critic. A rubric check has already asked the judge,
 which reaches the check through :func:`step_judge`: told which step it reviews, and
 answering from the step's replay record first.
 """

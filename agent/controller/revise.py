@@ -1,9 +1,8 @@
 """The revise loop inside a subagent: ordinary code, not the model, decides when to stop.
 
-Draft, gather evidence, critique, then stop or revise (seeds 002 and 003, as settled in
-docs/architecture.md). The loop keeps the best draft seen and decides only from the critique, and a
-failing callable does not lose the drafts already made (seed 002, section 8: the "crashing"
-critic).
+Draft, gather evidence, critique, then stop or revise (the stop rules as settled in
+docs/architecture.md). The loop keeps the best draft seen and decides only from the critique,
+and a failing callable (a "crashing" critic) does not lose the drafts already made.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ class Feedback(TypedDict):
 
     mode: Literal["patch", "rewrite"]
     """`patch` when every blocking issue has a location: change only those places.
-    `rewrite` otherwise: the critic found a structural problem (seed 003)."""
+    `rewrite` otherwise: the critic found a structural problem."""
     draft: str
     """The draft the issues are about, i.e. the text to patch: the latest draft, not the best."""
     issues: list[dict[str, Any]]
@@ -231,7 +230,7 @@ def _stop_reason(
         return LoopStop.PASS
     if len(rounds) >= 2 and all(r.critique is None for r in rounds[-2:]):
         return LoopStop.CRITIC_ERROR
-    # seed 002: the gain falls short on two consecutive rounds, not seed 003's single round
+    # the gain falls short on two consecutive rounds, not on a single one (docs/architecture.md)
     gains = [later.score - earlier.score for earlier, later in pairwise(rounds[-3:])]
     if len(gains) == 2 and max(gains) < config.min_gain:
         return LoopStop.STALLED
@@ -244,7 +243,7 @@ def _stop_reason(
 
 
 def _feedback(current: _Round, cap: int) -> Feedback:
-    """Patch when every blocking issue says where it is; rewrite otherwise (seed 003)."""
+    """Patch when every blocking issue says where it is; rewrite otherwise."""
     located = all(issue.location for issue in current.blockers)
     issues = current.critique.issues if current.critique else []
     return Feedback(

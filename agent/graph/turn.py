@@ -222,7 +222,7 @@ def new_human_message(state: Mapping[str, Any]) -> HumanMessage | None:
 
 
 def goal_problem(goal: Any) -> str | None:
-    """Why a goal cannot be planned, or None (seed 001: invalid input is rejected, not retried)."""
+    """Why a goal cannot be planned, or None (invalid input is rejected, not retried)."""
     if not isinstance(goal, str) or not goal.strip():
         return "the goal is empty"
     if len(goal) > MAX_GOAL_CHARS:

@@ -1,4 +1,4 @@
-"""The plan-vs-actual diff (seed 000): which expected artifacts exist and which do not."""
+"""The plan-vs-actual diff: which expected artifacts exist and which do not."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ __all__ = ["plan_actual_diff"]
 
 
 def plan_actual_diff(plan: Mapping[str, Any] | None, files: Mapping[str, Any]) -> dict[str, Any]:
-    """Compare what the plan expects with what exists (seed 000, exactly)."""
+    """Compare what the plan expects with what exists (exactly)."""
     steps = (plan or {}).get("steps") or (plan or {}).get("subtasks") or []
     expected = {s.get("expected_output") or s.get("expected_artifact") for s in steps}
     expected.discard(None)

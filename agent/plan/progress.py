@@ -1,5 +1,5 @@
 """The stored plan as the work goes on: which steps are done, ready or pending, and the next
-plan version, which keeps the finished work a change does not touch (seed 001)."""
+plan version, which keeps the finished work a change does not touch."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def merge_replan(
 
     A step is kept when an identical step (same id, action, instructions, output, check and
     dependencies) was already done and every dependency is kept too; every other step whose
-    artifact exists is affected and must run again (seed 001: re-run only affected steps).
+    artifact exists is affected and must run again (re-run only affected steps).
 
     Returns the new plan and the artifact paths that must be re-run (stale).
     """

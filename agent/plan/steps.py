@@ -1,4 +1,4 @@
-"""Executable plans (seed 001): the step and plan models the planner model fills, and the
+"""Executable plans: the step and plan models the planner model fills, and the
 dependency graph their ``depends_on`` draws."""
 
 from __future__ import annotations

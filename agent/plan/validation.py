@@ -1,4 +1,4 @@
-"""Plan validation (seed 001): everything wrong with a plan the planner model returned, at
+"""Plan validation: everything wrong with a plan the planner model returned, at
 once, so that one retry with the errors as feedback can fix all of it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A human's answer to an escalation: free text, or an action that acts (seed 000).
+"""A human's answer to an escalation: free text, or an action that acts.
 
 See docs/architecture.md, escalate.
 

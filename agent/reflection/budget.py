@@ -1,7 +1,7 @@
 """What is left of a user turn's budgets: the one calculation dispatch and reflection share.
 
 A turn starts when a goal or a human answer is taken in (``state["turn"]``); its tokens,
-seconds and planner rounds are counted from there (seed 001: budgets per turn, state kept
+seconds and planner rounds are counted from there (budgets per turn, state kept
 when one is spent so a human can resume with more).
 """
 

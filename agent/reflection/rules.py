@@ -1,4 +1,4 @@
-"""Reflection (seed 000): the decision rules, one function each, applied in :data:`RULES`'
+"""Reflection: the decision rules, one function each, applied in :data:`RULES`'
 order (docs/how-it-stops.md lists them in that order; a test holds the two together).
 
 Each rule returns a :class:`Decision` or ``None``; the first decision wins. Only when no rule
@@ -238,7 +238,7 @@ def depth_after(d: Decision, s: Situation) -> int:
 
 
 def escalation_payload(d: Decision, s: Situation) -> dict[str, Any]:
-    """What the human sees when the thread pauses (seed 000, Escalation format).
+    """What the human sees when the thread pauses.
 
     The rules' questions quote artifact text with :func:`agent.vfs.quoting.quote_data`; a
     question or answer the model wrote is cleaned the same way (one line, no escape

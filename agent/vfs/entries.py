@@ -1,7 +1,7 @@
 """The virtual filesystem: file entries in state, path rules, summaries and a scoped workspace.
 
 Subagents never touch the host disk: they read and write entries of the ``files`` state key
-through a :class:`Workspace` that enforces their write scope (seed 000; docs/security.md).
+through a :class:`Workspace` that enforces their write scope (docs/security.md).
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def evidence_line(
 def summarize_files(files: Mapping[str, Mapping[str, Any]], step: int) -> dict[str, dict[str, Any]]:
     """What reflection may know about each file: status, size, age and check result.
 
-    Never the content (seed 000): contents would re-serialise the whole filesystem into every
+    Never the content: contents would re-serialise the whole filesystem into every
     reflection call and let text inside an artifact steer the decision. The evidence line is
     the one string the artifact influences: one cleaned line of at most ``EVIDENCE_CHARS``.
     """
