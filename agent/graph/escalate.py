@@ -1,6 +1,6 @@
 """The ``escalate`` node: pause with the escalation as the ``interrupt()`` payload (Studio,
 agent-chat-ui and the SDKs show it); resumed, act on the human's answer. Whoever routes
-here has already written the escalation (``agent.graph.escalation``), since a node that
+here has already written the escalation (``agent.graph.pauses``), since a node that
 interrupts writes nothing until it is resumed."""
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from langgraph.types import Command
 
 from agent.context import Context
 from agent.errors import ErrorClass, classify, describe
-from agent.graph.escalation import unknown_error
 from agent.graph.inputs import StateView
+from agent.graph.pauses import unknown_error
 from agent.graph.routes import ReflectionRoute, command_for
 from agent.graph.turn import failed
 from agent.prompts import render

@@ -12,9 +12,9 @@ from langgraph.types import Command, Send
 
 from agent.context import Context, as_context
 from agent.events import emit, plan_event, progress_message, step_event, told
-from agent.graph.escalation import invalid_plan
 from agent.graph.inputs import StateView, declared_databases
 from agent.graph.model_errors import model_failure
+from agent.graph.pauses import invalid_plan
 from agent.graph.roles import Roles
 from agent.graph.routes import PlannerRoute, command_for
 from agent.graph.turn import take_in
@@ -24,7 +24,7 @@ from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
 from agent.state import SubagentTask
 from agent.vfs.entries import scratch_prefix
-from agent.vfs.user_entries import user_paths
+from agent.vfs.origin import user_paths
 
 __all__ = ["Planner", "dispatch", "subagent_task"]
 

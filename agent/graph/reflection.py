@@ -12,9 +12,9 @@ from langgraph.types import Command
 
 import agent.reflection.rules as rules
 from agent.context import Context, as_context
-from agent.graph.escalation import approval_decision
 from agent.graph.inputs import StateView, plan_version
 from agent.graph.model_errors import model_failure
+from agent.graph.pauses import approval_decision
 from agent.graph.roles import Roles
 from agent.graph.routes import ReflectionRoute, command_for
 from agent.graph.turn import config_failure

@@ -13,8 +13,8 @@ from langgraph.types import Command
 import agent.reflection.rules as rules
 from agent.context import Context
 from agent.events import decision_event, emit, progress_message, told
-from agent.graph.escalation import escalation_of, paused
 from agent.graph.inputs import StateView
+from agent.graph.pauses import escalation_of, paused
 from agent.graph.updates import combined
 from agent.reflection.situation import Situation, situation_from_state
 from agent.vocabulary import Decision, Status

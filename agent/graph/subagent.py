@@ -26,7 +26,7 @@ from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
 from agent.tools.execute import CallScope
-from agent.vfs.user_entries import keep_origin
+from agent.vfs.origin import keep_origin
 
 __all__ = ["Subagent", "call_scope", "step_update", "task_inputs", "told_checks"]
 

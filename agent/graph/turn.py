@@ -23,7 +23,7 @@ from agent.models.factory import total_tokens
 from agent.reflection.answers import Answer, parse_answer, typed_choice
 from agent.state import CUT_KEY, MAX_GOAL_CHARS
 from agent.tools.approvals import decided, pending_requests, read_decisions
-from agent.vfs.user_entries import taken_in
+from agent.vfs.origin import taken_in
 from agent.vocabulary import Decision, Status, StopReason
 
 __all__ = [

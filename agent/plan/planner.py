@@ -21,8 +21,8 @@ from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft
 from agent.plan.validation import parse_plan
 from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
+from agent.vfs.origin import planner_view
 from agent.vfs.quoting import data_block
-from agent.vfs.user_entries import planner_view
 
 __all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
 

@@ -3,7 +3,7 @@
 Three ways in, one set of rules: ``deepreflect run --file PATH`` (``load_files`` in
 :mod:`agent.vfs.host_disk` reads the host disk), ``run(graph, goal, files={...})``
 (:func:`check_user_files`) and ``{"files": {path: text}}`` in the graph's input, which the
-planner takes in (``taken_in`` in :mod:`agent.vfs.user_entries`) before anything reads the
+planner takes in (``taken_in`` in :mod:`agent.vfs.origin`) before anything reads the
 filesystem. Every path passes the virtual filesystem's own validator; sizes and counts are
 bounded; text only.
 """

@@ -1,6 +1,6 @@
 """The user's files at the boundary: reading them from disk, checking what callers send, and
 taking a graph input's raw values into the thread (agent.vfs.host_disk, agent.vfs.user_files,
-agent.vfs.user_entries)."""
+agent.vfs.origin)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from agent.plan.validation import parse_plan
 from agent.vfs.entries import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
 from agent.vfs.host_disk import MAX_SCANNED, load_files
-from agent.vfs.user_entries import keep_origin, planner_view, taken_in, user_paths
+from agent.vfs.origin import keep_origin, planner_view, taken_in, user_paths
 from agent.vfs.user_files import (
     MAX_USER_BYTES,
     MAX_USER_FILES,
