@@ -7,7 +7,7 @@
   one (on), and the model critic's precision and recall.
 - ``seeded``: one error planted per mutation operator (``mutations``) in each reference; the
   catch rate of the checks (and the critic) and the false-flag rate on the references. A
-  mutant the check lets through is probed (``probe``, and ``probe_program``, the part that
+  mutant the check lets through is probed (``probe``, and ``differential``, the part that
   runs in the sandbox) to tell a gap in the tests from an equivalent mutant.
 - ``common``: what both share; ``entry``: :func:`evaluate`; ``report``: the printing.
 """

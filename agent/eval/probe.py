@@ -1,6 +1,6 @@
 """Probing, the host's side: does a mutant that passed its check differ from the reference?
 
-The probe itself runs in the sandbox (``probe_program.py``, shipped in this package and copied
+The probe itself runs in the sandbox (``differential.py``, shipped in this package and copied
 in as ``probe.py``); this side lays out its folder, runs it and reads its verdict. A probe
 that dies or prints no verdict is ``inconclusive``, never ``equivalent``.
 """
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.eval.datasets import Task
-from agent.eval.probe_program import MARK
+from agent.eval.differential import MARK
 from agent.sandbox import run_python
 
 PROBE_BUDGET_S = 4.0
-_PROGRAM = Path(__file__).parent / "probe_program.py"
+_PROGRAM = Path(__file__).parent / "differential.py"
 
 
 def probe(task: Task, mutant_source: str, *, budget_s: float = PROBE_BUDGET_S) -> dict[str, Any]:
