@@ -177,7 +177,7 @@ def test_a_run_over_the_openai_wire_succeeds_with_every_prompt_reworded(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        monkeypatch.setattr(agent_providers, "_OPENAI_CACHE", {})
+        monkeypatch.setattr(agent_providers, "_CACHE", {})
         graph, conn = sqlite_graph(tmp_path, {})
         result = run(graph, "goal", context=Context(model="openai:fake-model"), thread_id="t")
         conn.close()
