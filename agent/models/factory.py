@@ -36,7 +36,7 @@ from agent.models.providers import constrained_decoding, provider_model, structu
 from agent.models.refusals import refusal_of
 from agent.models.reply_schema import parse_structured
 from agent.models.scenarios import scenario_model
-from agent.models.scripted import ScriptedChatModel, is_model, tool_call
+from agent.models.scripted import ScriptedChatModel, is_model
 from agent.models.structured_methods import StructuredMethods
 from agent.prompts import render
 from agent.vocabulary import StructuredOutput
@@ -45,11 +45,9 @@ __all__ = [
     "JUDGE",
     "NOSTREAM_TAGS",
     "Metered",
-    "ScriptedChatModel",
     "UsageCollector",
     "load_model",
     "merge_usage",
-    "tool_call",
     "total_tokens",
     "usage_of",
     "with_metadata",

@@ -30,7 +30,7 @@ from agent.cli import main
 from agent.controller.subagents import build_registry
 from agent.graph.nodes import Reflection, Subagent
 from agent.graph.roles import Roles
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.plan.steps import STEP_ID
 from agent.plan.validation import parse_plan
 from agent.reflection.rules import RULES

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from agent import Context, ScriptedChatModel, resume, run
 from agent.errors import ConfigError
 from agent.events import is_progress
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.prompts import render
 from agent.runs.runner import result_of, thread_config
 from tests.fakes import END, chain, ctx, models, prompt_values, sqlite_graph, step, writer

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import ScriptedChatModel, resume, run
 from agent.graph.nodes import MAX_GOAL_CHARS
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.plan import steps as plan_module
 from agent.runs.runner import thread_config
 from agent.tools.filesystem import vfs_tools

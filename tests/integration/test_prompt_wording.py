@@ -21,8 +21,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent import Context, ScriptedChatModel, build_graph, prompts, resume, run
 from agent.cli import main
 from agent.models import providers as agent_providers
-from agent.models.factory import tool_call
 from agent.models.scenarios import SCENARIO_GOALS
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 from tests.openai_server import serve

@@ -12,16 +12,8 @@ from pydantic import BaseModel
 from agent import Context
 from agent.errors import ConfigError
 from agent.graph.roles import Roles
-from agent.models.factory import (
-    JUDGE,
-    NOSTREAM_TAGS,
-    Metered,
-    ScriptedChatModel,
-    load_model,
-    merge_usage,
-    tool_call,
-)
-from agent.models.scripted import prompt_json
+from agent.models.factory import JUDGE, NOSTREAM_TAGS, Metered, load_model, merge_usage
+from agent.models.scripted import ScriptedChatModel, prompt_json, tool_call
 
 
 class Answer(BaseModel):

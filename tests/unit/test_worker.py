@@ -10,7 +10,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from agent.controller.revise import LoopConfig
 from agent.controller.worker import StepWorker, defect_signature
 from agent.errors import AgentError
-from agent.models.factory import Metered, ScriptedChatModel, tool_call
+from agent.models.factory import Metered
+from agent.models.scripted import ScriptedChatModel, tool_call
 from agent.tools.filesystem import vfs_tools
 from agent.vfs.entries import Workspace
 from tests.fakes import call_tool, prompt_values
