@@ -6,7 +6,6 @@ A field left at its default takes ``DEEPREFLECT_<FIELD>`` (:mod:`agent.env_defau
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 from agent.limits import MAX_REVISIONS
+from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
@@ -52,13 +52,6 @@ class Context:
     reflection_model: str | None = field(
         default=None,
         metadata={"description": "Model for reflection's decisions; None uses `model`."},
-    )
-    critic_model: str | None = field(
-        default=None,
-        metadata={
-            "description": "Deprecated: the old name of `judge_model` (for one release it also "
-            "sets the `critic` subagent's model, as before)."
-        },
     )
     workload: str = field(
         default="report",
@@ -172,27 +165,9 @@ class Context:
     def __post_init__(self) -> None:
         """Fields left at their default take ``DEEPREFLECT_<FIELD>`` from the environment
         (so ``langgraph.json``'s ``env`` or a shell sets the served graph's and the CLI's
-        defaults); then the deprecated ``critic_model`` is taken as ``judge_model``."""
+        defaults)."""
         apply_environment(self)
-        self._take_old_judge_name()
         _absolute_databases(self)
-
-    def _take_old_judge_name(self) -> None:
-        """``critic_model`` as ``judge_model`` for one release. Silent when both agree, as in
-        a Context rebuilt from one stored with ``asdict``."""
-        if self.critic_model is None or self.critic_model == self.judge_model:
-            return
-        if self.judge_model is None:
-            self.judge_model = self.critic_model
-            note = "it sets judge_model"
-        else:
-            note = "judge_model is set, so it only sets the critic subagent's model"
-        warnings.warn(
-            f"Context.critic_model is deprecated ({note}): use judge_model for the judge of "
-            "rubric checks and critiques; `critic` is the name of a subagent",
-            DeprecationWarning,
-            stacklevel=3,
-        )
 
     def approval_tools(self) -> list[str]:
         """The tool names of ``interrupt_on`` (none when it is not a string)."""
@@ -279,12 +254,13 @@ class Context:
         if "planning" in typed and self.planning not in PLANNING:
             msg = f"unknown planning {self.planning!r}; expected one of {', '.join(PLANNING)}"
             errors.append(("planning", msg))
-        if "tool_calling" in typed and self.tool_calling not in TOOL_CALLING_MODES:
-            known = ", ".join(TOOL_CALLING_MODES)
+        if "tool_calling" in typed and self.tool_calling not in tuple(ToolCalling):
+            known = ", ".join(ToolCalling)
             msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"
             errors.append(("tool_calling", msg))
-        if "structured_output" in typed and self.structured_output not in _STRUCTURED_OUTPUT:
-            known = ", ".join(_STRUCTURED_OUTPUT)
+        settings = STRUCTURED_OUTPUT_SETTINGS
+        if "structured_output" in typed and self.structured_output not in settings:
+            known = ", ".join(settings)
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
             errors.append(("structured_output", msg))
         if "databases" in typed and self.databases is not None:
@@ -347,9 +323,7 @@ def _values_key(ctx: Context) -> tuple[Any, ...] | None:
     return key
 
 
-_STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 PLANNING = ("upfront", "rolling")
-TOOL_CALLING_MODES = ("auto", "native", "text")  # agent.tools.binding.MODES, without its imports
 
 
 def as_context(value: Any) -> Context:

@@ -119,14 +119,22 @@ class FileStatus(StrEnum):
 
 
 class StructuredOutput(StrEnum):
-    """How a role's JSON answers are asked for (``Context.structured_output``)."""
+    """How a role's JSON answers are asked for: ``auto``, or the method of one request."""
 
     AUTO = "auto"
+    """Learn per model which method works (``agent.models.structured_methods``)."""
     FUNCTION_CALLING = "function_calling"
     JSON_SCHEMA = "json_schema"
     JSON_MODE = "json_mode"
     TEXT = "text"
     """No constraint on the request: the JSON is read from the reply's text."""
+
+
+STRUCTURED_OUTPUT_SETTINGS: tuple[str, ...] = tuple(
+    m.value for m in StructuredOutput if m is not StructuredOutput.TEXT
+)
+"""What ``Context.structured_output`` accepts (``--structured-output``'s choices): ``text``
+is only ``auto``'s last resort."""
 
 
 class ToolCalling(StrEnum):

@@ -14,7 +14,7 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 
 END = {"decision": "end", "reason": "all done", "final_answer": "Done."}
 

@@ -42,7 +42,7 @@ from common import END, machine
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import Context, ScriptedChatModel, build_graph, open_checkpointer, run
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 
 PLAN = [

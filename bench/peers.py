@@ -54,7 +54,7 @@ from typing_extensions import TypedDict
 
 from agent import ScriptedChatModel, run
 from agent.graph.build import MAX_CONCURRENCY, RECURSION_LIMIT
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.reducers import by_path
 
 try:

@@ -32,8 +32,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import ScriptedChatModel, build_graph
 from agent.checks import register_check
-from agent.models.factory import tool_call
-from agent.models.scripted import prompt_json
+from agent.models.scripted import prompt_json, tool_call
 from agent.runs.runner import run
 
 CHECK_KIND = "crashpoint"

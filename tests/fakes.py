@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.prompts import load_prompt
 
 

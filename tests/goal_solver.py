@@ -102,7 +102,7 @@ def goal_model(name: str, role: str) -> BaseChatModel:
         )
     elif role == "reflection":
         responder = _reflection(goal)
-    elif role in ("judge", "critic"):
+    elif role == "judge":
         responder = lambda messages: {"issues": [], "score": 1.0}  # noqa: E731
     else:
         responder = _subagent(goal)

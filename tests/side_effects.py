@@ -21,7 +21,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, StructuredTool, tool
 
 from agent import ScriptedChatModel, build_graph, open_checkpointer
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import run
 from agent.store.journal import declare_tool
 from tests.fakes import END, ctx, step

@@ -10,8 +10,8 @@ import argparse
 from typing import Any
 
 from agent.env_defaults import MCP_CONFIG_VAR as MCP_ENV
+from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ToolCalling
 
-_STRUCTURED_OUTPUT = ("auto", "function_calling", "json_schema", "json_mode")
 # flag dest -> Context field, for the flags that set one
 CONTEXT_FLAGS = {
     "model": "model",
@@ -79,14 +79,13 @@ def models(p: argparse.ArgumentParser, note: str = "") -> None:
     _setting(g, "--planner-model", "the planner's", **model)
     _setting(g, "--subagent-model", "the subagents'", **model)
     _setting(g, "--judge-model", "the judge of rubric checks and critiques", **model)
-    _setting(g, "--critic-model", "deprecated: the old name of --judge-model", **model)
     _setting(g, "--reflection-model", "reflection's", **model)
     _setting(
         g,
         "--structured-output",
         "how models return structured answers: auto (learnt per model), or "
         "function_calling, json_schema, json_mode",
-        choices=_STRUCTURED_OUTPUT,
+        choices=STRUCTURED_OUTPUT_SETTINGS,
         env=not note,
     )
     _setting(
@@ -94,7 +93,7 @@ def models(p: argparse.ArgumentParser, note: str = "") -> None:
         "--tool-calling",
         "how subagents get their tools: auto (schemas until a model keeps writing its calls "
         "as text), native, text",
-        choices=("auto", "native", "text"),
+        choices=[mode.value for mode in ToolCalling],  # plain strings: argparse shows reprs
         env=not note,
     )
     _setting(

@@ -27,11 +27,6 @@ def _context_overrides(args: argparse.Namespace) -> dict[str, Any]:
     }
     if getattr(args, "database", None):
         overrides["databases"] = _declared_databases(args.database)
-    critic = getattr(args, "critic_model", None)
-    if critic is not None:
-        warn("--critic-model is deprecated: use --judge-model (it sets the judge)")
-        overrides["critic_model"] = critic  # as Context(critic_model=...): the critic subagent
-        overrides.setdefault("judge_model", critic)  # ... and the judge, unless given
     return overrides
 
 
@@ -80,7 +75,6 @@ def check_models(ctx: Context) -> None:
         ctx.planner_model,
         ctx.subagent_model,
         ctx.judge_model,
-        ctx.critic_model,
         ctx.reflection_model,
     )
     for spec in set(roles) - {None}:

@@ -91,9 +91,8 @@ def build_graph(
     Args:
         models: role name (``planner``, ``reflection``, ``judge``, a subagent name or
             ``default``) to a chat model or a ``provider:name`` string; roles not named
-            here use the run's ``Context``. ``critic`` is still accepted as the judge for
-            one release (with a DeprecationWarning); ``critic`` otherwise names the
-            built-in subagent.
+            here use the run's ``Context``. ``critic`` names the built-in subagent, never
+            the judge.
         checkpointer: any LangGraph checkpointer (SQLite, PostgreSQL, memory); None for
             ``langgraph dev``, which brings its own.
         subagents: extra subagents (name, description, prompt, tools, model).

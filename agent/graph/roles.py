@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.context import Context
 from agent.controller.subagents import SubAgent
-from agent.models.factory import JUDGE, Metered, judge_alias, load_model
+from agent.models.factory import JUDGE, Metered, load_model
 
 __all__ = ["Roles"]
 
@@ -24,7 +24,7 @@ class Roles:
         models: Mapping[str, BaseChatModel | str] | None = None,
     ) -> None:
         self.registry = dict(registry)
-        self.models = judge_alias(models)  # models={"critic": ...}: deprecated judge
+        self.models = dict(models or {})
 
     def model_for(self, role: str, ctx: Context) -> BaseChatModel:
         """Explicit override, the subagent's own model, ``default``, then the Context; a
@@ -40,7 +40,6 @@ class Roles:
         by_role: dict[str, Any] = {
             "planner": ctx.planner_model,
             JUDGE: ctx.judge_model,
-            "critic": ctx.critic_model,  # deprecated alias of judge_model: set both, as before
             "reflection": ctx.reflection_model,
         }
         chosen = by_role.get(role, ctx.subagent_model) or ctx.model

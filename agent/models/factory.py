@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -34,27 +33,21 @@ from pydantic import BaseModel, ValidationError
 
 from agent.errors import ConfigError, describe, timed_out
 from agent.models.providers import constrained_decoding, provider_model, structured_method_for
+from agent.models.refusals import refusal_of
+from agent.models.reply_schema import parse_structured
 from agent.models.scenarios import scenario_model
-from agent.models.scripted import ScriptedChatModel, is_model, tool_call
-from agent.models.structured import (
-    JSON_SCHEMA,
-    TEXT,
-    StructuredMethods,
-    parse_structured,
-    refusal_of,
-)
+from agent.models.scripted import ScriptedChatModel, is_model
+from agent.models.structured_methods import StructuredMethods
 from agent.prompts import render
+from agent.vocabulary import StructuredOutput
 
 __all__ = [
     "JUDGE",
     "NOSTREAM_TAGS",
     "Metered",
-    "ScriptedChatModel",
     "UsageCollector",
-    "judge_alias",
     "load_model",
     "merge_usage",
-    "tool_call",
     "total_tokens",
     "usage_of",
     "with_metadata",
@@ -63,38 +56,14 @@ __all__ = [
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 JUDGE = "judge"
-"""The role that reviews artifacts (rubric checks, critiques). It was called ``critic``,
-which is also the name of a built-in subagent; ``critic`` now means only the subagent."""
-_OLD_JUDGE = "critic"
+"""The role that reviews artifacts (rubric checks, critiques); not the ``critic`` subagent."""
 # LangGraph 1.x skips a call tagged "nostream" in stream_mode="messages"; older releases
 # and LangSmith's chat views look for "langsmith:nostream".
 NOSTREAM_TAGS = tuple(dict.fromkeys((TAG_NOSTREAM, "langsmith:nostream")))
 
 
-def judge_alias(models: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``build_graph(models=...)`` with the judge under its new name.
-
-    Deprecated for one release: ``models={"critic": m}`` without a ``"judge"`` entry still
-    makes ``m`` the judge (and, as before, the ``critic`` subagent's model), with a
-    DeprecationWarning. Pass ``"judge"`` for the judge; ``"critic"`` will then mean only
-    the built-in ``critic`` subagent.
-    """
-    roles = dict(models or {})
-    if _OLD_JUDGE in roles and JUDGE not in roles:
-        warnings.warn(
-            'models={"critic": ...} as the judge is deprecated: pass models={"judge": ...} '
-            'for rubric checks and critiques; "critic" will mean only the critic subagent',
-            DeprecationWarning,
-            stacklevel=4,  # build_graph's caller (through build_graph and the role lookup)
-        )
-        roles[JUDGE] = roles[_OLD_JUDGE]
-    return roles
-
-
 # ---------------------------------------------------------------------------- factory
 
-AUTO = "auto"
-"""``structured_output="auto"``: learn per model which structured-output method works."""
 STRUCTURED_METHODS = StructuredMethods()
 """What ``auto`` has learnt, per model, for the whole process."""
 
@@ -255,7 +224,7 @@ class Metered:
         if not isinstance(self.model, ScriptedChatModel):
             method = structured_method_for(self.model, method)
             kwargs["method"] = method
-            if method == "json_schema":
+            if method == StructuredOutput.JSON_SCHEMA:
                 # With a pydantic class the openai client parses, and raises, inside invoke;
                 # with its JSON schema a malformed answer reaches us for a retry, usage intact.
                 target = schema.model_json_schema()
@@ -277,17 +246,18 @@ class Metered:
         and a ``json_schema`` request that times out twice in a row puts it last. Whatever the
         method, JSON the model wrote in its reply's text instead (small models do) counts."""
         config = self.config(metadata, nostream=True)
-        if self.structured_method != AUTO or isinstance(self.model, ScriptedChatModel):
+        scripted = isinstance(self.model, ScriptedChatModel)
+        if scripted or self.structured_method != StructuredOutput.AUTO:
             return await self._ask(self.structured_method, messages, schema, config)
         key = model_key(self.model)
         refused = "every structured-output method was refused"
-        first = (JSON_SCHEMA,) if constrained_decoding(self.model) else ()
+        first = (StructuredOutput.JSON_SCHEMA,) if constrained_decoding(self.model) else ()
         for method in STRUCTURED_METHODS.order(key, first):
             try:
                 parsed, raw = await self._ask(method, messages, schema, config)
             except Exception as exc:
                 if refusal_of(str(exc)) is None:
-                    if method == JSON_SCHEMA and timed_out(exc):
+                    if method == StructuredOutput.JSON_SCHEMA and timed_out(exc):
                         # a schema too slow to decode by (a grammar on a small CPU): a
                         # miss, so two in a row put json_schema last for this model
                         STRUCTURED_METHODS.record_failure(key, method, describe(exc))
@@ -306,7 +276,7 @@ class Metered:
         self, method: str, messages: list[BaseMessage], schema: type[SchemaT], config: Any
     ) -> tuple[SchemaT | None, str]:
         """One structured call by ``method``; ``text`` asks for plain JSON in the reply."""
-        if method == TEXT:
+        if method == StructuredOutput.TEXT:
             shown = json.dumps(schema.model_json_schema())
             asked = [*messages, HumanMessage(render("structured_text", schema=shown))]
             answer = await self.model.ainvoke(asked, config)

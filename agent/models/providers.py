@@ -28,6 +28,7 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 
 from agent.errors import ConfigError
+from agent.vocabulary import StructuredOutput
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -39,7 +40,13 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_S = 120.0
-STRUCTURED_METHODS = ("function_calling", "json_schema", "json_mode")
+_CLIENT_METHODS = (
+    StructuredOutput.FUNCTION_CALLING,
+    StructuredOutput.JSON_SCHEMA,
+    StructuredOutput.JSON_MODE,
+    "prompt_prefill",  # Anthropic's; never asked for here
+)
+"""The ``with_structured_output`` methods LangChain's clients may declare."""
 
 # The deepreflect extra that installs each integration package (pyproject.toml); a package
 # without one is named as it is published on PyPI.
@@ -74,7 +81,6 @@ _ENV_PREFIXES = {
 _ATTEMPTS_MODULES = ("langchain_google_genai", "langchain_aws")
 
 _CACHE: dict[tuple[Any, ...], BaseChatModel] = {}
-_OPENAI_CACHE = _CACHE  # the old name; a test that swaps it in gets a fresh cache anyway
 _LOCK = threading.Lock()
 
 
@@ -146,10 +152,10 @@ def structured_method_for(model: BaseChatModel, requested: str) -> str:
     accepted = _structured_methods(type(model))
     if not accepted or requested in accepted:
         return requested
-    if requested == "json_mode" and "json_schema" in accepted:
-        return "json_schema"
-    if "function_calling" in accepted:
-        return "function_calling"
+    if requested == StructuredOutput.JSON_MODE and StructuredOutput.JSON_SCHEMA in accepted:
+        return StructuredOutput.JSON_SCHEMA
+    if StructuredOutput.FUNCTION_CALLING in accepted:
+        return StructuredOutput.FUNCTION_CALLING
     return requested
 
 
@@ -327,7 +333,7 @@ def _structured_methods(cls: type) -> tuple[str, ...]:
         parameter = inspect.signature(method).parameters.get("method")
         annotation = parameter.annotation if parameter else None
         if isinstance(annotation, str):
-            return tuple(m for m in (*STRUCTURED_METHODS, "prompt_prefill") if m in annotation)
+            return tuple(str(m) for m in _CLIENT_METHODS if m in annotation)
     return tuple(_literal_values(annotation))
 
 

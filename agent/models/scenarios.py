@@ -351,7 +351,7 @@ def scenario_model(name: str, role: str) -> BaseChatModel:
         responder = _planner(_PLANNERS[name])
     elif role == "reflection":
         responder = _reflection(_REFLECTIONS[name])
-    elif role in ("judge", "critic"):  # "critic": the judge's old name, for one release
+    elif role == "judge":
         responder = _approve
     else:
         responder = _subagent

@@ -17,9 +17,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-__all__ = ["MODES", "TEXT_AFTER", "ToolCalling", "TOOL_CALLING"]
+from agent.vocabulary import ToolCalling
 
-MODES = ("auto", "native", "text")
+__all__ = ["TEXT_AFTER", "TOOL_CALLING", "ToolCallingMemory"]
+
 TEXT_AFTER = 2
 """Text-only answers (and no native call) after which ``auto`` stops binding the tools."""
 
@@ -30,7 +31,7 @@ class _Seen:
     text: int = 0
 
 
-class ToolCalling:
+class ToolCallingMemory:
     """What each model did with its tools, learnt as calls go; thread-safe, one per process."""
 
     def __init__(self, text_after: int = TEXT_AFTER) -> None:
@@ -40,9 +41,9 @@ class ToolCalling:
 
     def binds(self, mode: str, model_key: str) -> bool:
         """Whether to bind the tools on the next call of ``model_key`` under ``mode``."""
-        if mode == "native":
+        if mode == ToolCalling.NATIVE:
             return True
-        if mode == "text":
+        if mode == ToolCalling.TEXT:
             return False
         with self._lock:
             seen = self._seen.get(model_key) or _Seen()
@@ -58,5 +59,5 @@ class ToolCalling:
                 seen.text += 1
 
 
-TOOL_CALLING = ToolCalling()
+TOOL_CALLING = ToolCallingMemory()
 """What ``auto`` has learnt, per model, for the whole process."""

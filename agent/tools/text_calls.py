@@ -35,7 +35,7 @@ from typing import Any
 from langchain_core.messages import ToolCall
 from langchain_core.messages.tool import tool_call
 
-from agent.models.structured import MAX_TEXT, json_values
+from agent.models.reply_json import MAX_TEXT, json_values
 
 ID_PREFIX = "text-call"
 MAX_CALLS = 16

@@ -9,7 +9,7 @@ import json
 import pytest
 from langchain_core.messages import ToolMessage
 
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from agent.vfs.entries import EVIDENCE_CHARS
 from tests.fakes import END, both_isolation_levels, ctx, models, sqlite_graph, step, writer

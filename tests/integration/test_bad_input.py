@@ -31,7 +31,7 @@ from agent.controller.subagents import build_registry
 from agent.graph.reflection import Reflection
 from agent.graph.roles import Roles
 from agent.graph.subagent import Subagent
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.plan.steps import STEP_ID
 from agent.plan.validation import parse_plan
 from agent.reflection.rules import RULES

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import run
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from agent.tools.search import local_search_tool
 from tests.fakes import END, ctx, models, sqlite_graph, step

@@ -210,17 +210,6 @@ def test_every_run_setting_comes_from_the_environment_and_a_flag_wins(tmp_path):
         assert stored[f"{role}_model"] == "scripted:happy", role
 
 
-def test_the_old_critic_flag_sets_the_judge_and_says_it_is_deprecated(tmp_path):
-    db = tmp_path / "t.sqlite"
-    done = cli(
-        "run", "g", "--model", "scripted:happy", "--critic-model", "scripted:happy",
-        "--thread", "t", db=db,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "--critic-model is deprecated: use --judge-model" in done.stderr
-    assert _stored_context(db, "t")["judge_model"] == "scripted:happy"
-
-
 @pytest.mark.parametrize(
     ("env", "flags", "words"),
     [

@@ -25,7 +25,7 @@ from agent.eval import (
 )
 from agent.eval.datasets import DatasetError, Task, load_jsonl
 from agent.eval.mutations import mutants
-from agent.models.factory import ScriptedChatModel, tool_call
+from agent.models.scripted import ScriptedChatModel, tool_call
 from tests.fakes import prompt_values
 
 SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample.jsonl"

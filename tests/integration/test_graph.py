@@ -11,7 +11,7 @@ from langgraph.types import Command
 from agent import Context, ScriptedChatModel, resume, run
 from agent.errors import ConfigError
 from agent.events import is_progress
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.prompts import render
 from agent.runs.runner import result_of, thread_config
 from tests.fakes import END, chain, ctx, models, prompt_values, sqlite_graph, step, writer
@@ -445,15 +445,16 @@ def test_streamed_messages_name_their_step_and_the_json_calls_stay_out_of_the_ch
     assert all(m["revision"] == 0 for m in streamed)
 
 
-def test_the_old_critic_key_still_names_the_judge_for_one_release(tmp_path):
+def test_the_critic_key_names_the_critic_subagent_and_never_the_judge(tmp_path):
     plan = [step("S1", "a.md", check="The file names its subject")]
-    roles = models(plan, [END])
-    judge = roles.pop("judge")
-    with pytest.warns(DeprecationWarning, match="judge"):
-        graph, _ = sqlite_graph(tmp_path, {**roles, "critic": judge})
+    critic = ScriptedChatModel([])  # it would fail the run if it were asked anything
+    roles = models(plan, [END], critic=critic)
+    del roles["judge"]  # so the judge is the Context's: scripted:happy's, which approves
+    roles["writer"] = roles.pop("default")
+    graph, _ = sqlite_graph(tmp_path, roles)
     result = run(graph, "goal", context=ctx(), thread_id="t")
     assert result["status"] == "success" and result["usage"]["judge"]["calls"] == 1
-    assert len(judge.calls) == 1
+    assert critic.calls == []
 
 
 SLUG_TESTS = (

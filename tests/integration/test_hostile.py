@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from agent import ScriptedChatModel, resume, run
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.plan import steps as plan_module
 from agent.runs.runner import thread_config
 from agent.state import MAX_GOAL_CHARS

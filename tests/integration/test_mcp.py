@@ -18,7 +18,7 @@ from langchain_core.messages import ToolMessage
 
 from agent import build_graph, run
 from agent.errors import ConfigError
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from agent.tools.mcp import atools_from_config, read_config, tools_from_config
 from tests.fakes import END, ROOT, ctx, models, sqlite_graph, step

@@ -32,7 +32,7 @@ def server(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # never send localhost through a proxy
-        monkeypatch.setattr(agent_providers, "_OPENAI_CACHE", {})  # a client per test server
+        monkeypatch.setattr(agent_providers, "_CACHE", {})  # a client per test server
         yield fake
 
 

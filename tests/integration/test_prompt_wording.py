@@ -21,8 +21,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent import Context, ScriptedChatModel, build_graph, prompts, resume, run
 from agent.cli import main
 from agent.models import providers as agent_providers
-from agent.models.factory import tool_call
 from agent.models.scenarios import SCENARIO_GOALS
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from tests.fakes import END, ctx, models, sqlite_graph, step, writer
 from tests.openai_server import serve
@@ -177,7 +177,7 @@ def test_a_run_over_the_openai_wire_succeeds_with_every_prompt_reworded(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        monkeypatch.setattr(agent_providers, "_OPENAI_CACHE", {})
+        monkeypatch.setattr(agent_providers, "_CACHE", {})
         graph, conn = sqlite_graph(tmp_path, {})
         result = run(graph, "goal", context=Context(model="openai:fake-model"), thread_id="t")
         conn.close()

@@ -22,7 +22,7 @@ from agent import ScriptedChatModel, build_graph, run
 from agent.checks.critique import blocking, ground, parse_critique
 from agent.context import DEPTH_CAP_BY_WORKLOAD, Context
 from agent.controller.revise import LoopConfig, revise_loop
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.plan.progress import pending_steps, ready_steps
 from agent.plan.validation import parse_plan
 from agent.reflection import rules

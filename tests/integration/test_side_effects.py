@@ -17,7 +17,7 @@ from langgraph.types import RetryPolicy
 
 from agent import build_graph, resume, run
 from agent.errors import is_transient
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from tests.fakes import ctx, step
 from tests.side_effects import (

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import UserFileError, arun, build_graph, run
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.export import MANIFEST, export_files
 from agent.runs.runner import thread_config
 from tests.fakes import END, cli, ctx, models, sqlite_graph, step

@@ -11,7 +11,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import InjectedToolArg, tool
 
 from agent import run
-from agent.models.factory import tool_call
+from agent.models.scripted import tool_call
 from agent.runs.runner import thread_config
 from agent.vfs.entries import Workspace
 from tests.fakes import END, ctx, models, sqlite_graph, step

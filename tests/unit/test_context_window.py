@@ -14,7 +14,8 @@ from agent.controller.records import StepRun
 from agent.controller.revise import LoopConfig
 from agent.controller.worker import StepWorker
 from agent.errors import AgentError, ErrorClass, classify, is_context_overflow, timed_out
-from agent.models.factory import Metered, ScriptedChatModel, tool_call
+from agent.models.factory import Metered
+from agent.models.scripted import ScriptedChatModel, tool_call
 
 LLAMA_CPP = "the request exceeds the available context size, try increasing it"
 STEP = {

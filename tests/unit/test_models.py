@@ -2,7 +2,6 @@ import asyncio
 import dataclasses
 import json
 import threading
-import warnings
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -12,16 +11,9 @@ from pydantic import BaseModel
 
 from agent import Context
 from agent.errors import ConfigError
-from agent.models.factory import (
-    NOSTREAM_TAGS,
-    Metered,
-    ScriptedChatModel,
-    judge_alias,
-    load_model,
-    merge_usage,
-    tool_call,
-)
-from agent.models.scripted import prompt_json
+from agent.graph.roles import Roles
+from agent.models.factory import JUDGE, NOSTREAM_TAGS, Metered, load_model, merge_usage
+from agent.models.scripted import ScriptedChatModel, prompt_json, tool_call
 
 
 class Answer(BaseModel):
@@ -165,27 +157,20 @@ def test_metered_calls_carry_their_role_and_only_json_calls_are_kept_out_of_chat
     assert "langsmith:nostream" in NOSTREAM_TAGS and not set(NOSTREAM_TAGS) & set(writer_tags)
 
 
-def test_the_old_critic_key_is_taken_as_the_judge_for_one_release_with_a_warning():
+def test_the_judge_role_is_judge_and_critic_names_only_the_critic_subagent():
     judge, critic = ScriptedChatModel([]), ScriptedChatModel([])
-    with pytest.warns(DeprecationWarning, match='models=\\{"judge"'):
-        roles = judge_alias({"critic": judge})
-    assert roles == {"critic": judge, "judge": judge}  # as before: the critic subagent too
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert judge_alias({"critic": critic, "judge": judge}) == {
-            "critic": critic,
-            "judge": judge,
-        }
+    ctx = Context(model="scripted:happy")
+    only_critic = Roles({}, {"critic": critic})
+    assert only_critic.model_for("critic", ctx) is critic
+    assert only_critic.model_for(JUDGE, ctx) is not critic  # the judge falls back to `model`
+    assert Roles({}, {"critic": critic, JUDGE: judge}).model_for(JUDGE, ctx) is judge
 
 
-def test_context_critic_model_is_the_deprecated_name_of_judge_model():
-    with pytest.warns(DeprecationWarning, match="judge_model"):
-        old = Context(critic_model="scripted:happy")
-    assert old.judge_model == "scripted:happy"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        again = Context(**dataclasses.asdict(old))  # a stored Context read back: silent
-        assert again.judge_model == "scripted:happy" and Context().judge_model is None
+def test_context_names_the_judge_model_judge_model_and_has_no_critic_model():
+    assert Context(judge_model="scripted:happy").judge_model == "scripted:happy"
+    assert "critic_model" not in {f.name for f in dataclasses.fields(Context)}
+    with pytest.raises(TypeError, match="critic_model"):
+        Context(critic_model="scripted:happy")  # type: ignore[call-arg]
 
 
 def test_prompt_json_finds_the_data_a_prompt_carries_whatever_words_surround_it():

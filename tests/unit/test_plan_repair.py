@@ -11,7 +11,8 @@ import pytest
 
 from agent.checks import describe_kinds
 from agent.controller.subagents import build_registry
-from agent.models.factory import Metered, ScriptedChatModel
+from agent.models.factory import Metered
+from agent.models.scripted import ScriptedChatModel
 from agent.plan.planner import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step

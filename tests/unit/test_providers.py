@@ -14,13 +14,14 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from agent.errors import ConfigError, ErrorClass
 from agent.models import providers
-from agent.models.factory import ScriptedChatModel, load_model
+from agent.models.factory import load_model
 from agent.models.providers import (
     DEFAULT_TIMEOUT_S,
     constrained_decoding,
     provider_model,
     structured_method_for,
 )
+from agent.models.scripted import ScriptedChatModel
 
 ChatAnthropic = pytest.importorskip("langchain_anthropic").ChatAnthropic
 ChatOllama = pytest.importorskip("langchain_ollama").ChatOllama

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from agent.tools.binding import ToolCalling
+from agent.tools.binding import ToolCallingMemory
 
 
 def test_native_and_text_modes_are_what_they_say():
-    memory = ToolCalling()
+    memory = ToolCallingMemory()
     assert memory.binds("native", "m") and not memory.binds("text", "m")
 
 
 def test_auto_stops_binding_after_text_answers_only_and_never_after_a_native_call():
-    memory = ToolCalling(text_after=2)
+    memory = ToolCallingMemory(text_after=2)
     assert memory.binds("auto", "small")
     memory.record("small", native=False)
     assert memory.binds("auto", "small")

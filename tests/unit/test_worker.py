@@ -14,7 +14,8 @@ from agent.controller.sources import CitationSources
 from agent.controller.text_recovery import recover_text_calls
 from agent.controller.worker import StepWorker
 from agent.errors import AgentError
-from agent.models.factory import Metered, ScriptedChatModel, tool_call
+from agent.models.factory import Metered
+from agent.models.scripted import ScriptedChatModel, tool_call
 from agent.tools.filesystem import vfs_tools
 from agent.vfs.entries import Workspace
 from tests.fakes import call_tool, prompt_values
