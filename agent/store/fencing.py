@@ -8,7 +8,7 @@ checks the lease's fencing token (``agent.store.lease``) in the same transaction
 - SQLite: temporary triggers on the saver's connection (and the journal's) run before
   every insert, update and delete of a leased thread's rows, inside the statement that
   writes them, so under the same write lock: a lease row without this process's token
-  rolls the transaction back. The write raises :class:`~agent.store.lease.LeaseLost`.
+  rolls the transaction back. The write raises :class:`LeaseLost`.
 - PostgreSQL: the write runs in a transaction that first reads the lease row ``FOR SHARE``
   (a takeover waits for the write to commit) and stops with ``LeaseLost`` when the token is
   not this process's; the connection holding the lease dying is a lost lease too.
