@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from agent.runs.export import artifacts
     from agent.runs.runner import aresume, arun, resume, run
     from agent.store.checkpointers import open_checkpointer
-    from agent.store.journal import declare_tool
-    from agent.store.lease import LeaseLost, ThreadBusy
+    from agent.store.effects import declare_tool
+    from agent.store.fencing import LeaseLost
+    from agent.store.holders import ThreadBusy
     from agent.vfs.host_disk import load_files
     from agent.vfs.user_files import UserFileError
 
@@ -31,10 +32,10 @@ _EXPORTS = {
     "artifacts": "agent.runs.export",
     "ScriptedChatModel": "agent.models.scripted",
     "SubAgent": "agent.controller.subagents",
-    "LeaseLost": "agent.store.lease",
-    "ThreadBusy": "agent.store.lease",
+    "LeaseLost": "agent.store.fencing",
+    "ThreadBusy": "agent.store.holders",
     "build_graph": "agent.graph.build",
-    "declare_tool": "agent.store.journal",
+    "declare_tool": "agent.store.effects",
     "open_checkpointer": "agent.store.checkpointers",
     "aresume": "agent.runs.runner",
     "arun": "agent.runs.runner",

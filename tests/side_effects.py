@@ -23,7 +23,7 @@ from langchain_core.tools import InjectedToolArg, StructuredTool, tool
 from agent import ScriptedChatModel, build_graph, open_checkpointer
 from agent.models.scripted import tool_call
 from agent.runs.runner import run
-from agent.store.journal import declare_tool
+from agent.store.effects import declare_tool
 from tests.fakes import END, ctx, step
 
 REPORT = "out/report.md"

@@ -29,7 +29,8 @@ def reading(db: str | None, thread_id: str | None = None) -> Iterator[BaseCheckp
     """The database opened read-only: nothing is created or written. With ``thread_id``,
     a missing database is that thread not being found."""
     from agent.errors import ConfigError
-    from agent.store.checkpointers import NoThreads, open_checkpointer
+    from agent.store.checkpointers import open_checkpointer
+    from agent.store.database_errors import NoThreads
     from agent.store.threads import plain_serde
 
     try:
@@ -45,7 +46,8 @@ def reading(db: str | None, thread_id: str | None = None) -> Iterator[BaseCheckp
 @contextmanager
 def writing(db: str | None) -> Iterator[BaseCheckpointSaver]:
     """The database opened for deleting; a SQLite file that does not exist is not created."""
-    from agent.store.checkpointers import NoThreads, db_location, open_checkpointer
+    from agent.store.checkpointers import db_location, open_checkpointer
+    from agent.store.database_errors import NoThreads
     from agent.store.pg_url import is_postgres_url
 
     location = db_location(db)
@@ -73,7 +75,7 @@ def graph_state(graph: Graph, thread_id: str, db: str | None) -> dict[str, Any]:
 
 def _decoded(read: Callable[[], Any], thread_id: str, db: str | None) -> dict[str, Any]:
     from agent.errors import ConfigError, describe
-    from agent.store.checkpointers import is_database_error
+    from agent.store.database_errors import is_database_error
 
     try:
         values = read()

@@ -34,7 +34,7 @@ def running(thread_id: str) -> Iterator[None]:
     """
     from agent.errors import ConfigError
     from agent.sandbox import weaker_isolation_warning
-    from agent.store.lease import ThreadBusy
+    from agent.store.holders import ThreadBusy
 
     if warning := weaker_isolation_warning():
         warn(warning)
@@ -51,7 +51,7 @@ def running(thread_id: str) -> Iterator[None]:
 def _lease_lost(exc: BaseException) -> Exception | None:
     """The :class:`~agent.store.lease.LeaseLost` in ``exc``'s chain, if a lost lease ended it."""
     from agent.errors import exception_chain
-    from agent.store.lease import LeaseLost
+    from agent.store.fencing import LeaseLost
 
     return next((link for link in exception_chain(exc) if isinstance(link, LeaseLost)), None)
 
@@ -59,8 +59,8 @@ def _lease_lost(exc: BaseException) -> Exception | None:
 def failure(exc: BaseException, location: str) -> tuple[int, str, str]:
     """The exit code, label and message for an error that ended a command."""
     from agent.errors import ConfigError, classify, describe
-    from agent.store.checkpointers import database_problem, is_damaged, is_database_error
-    from agent.store.lease import ThreadBusy
+    from agent.store.database_errors import database_problem, is_damaged, is_database_error
+    from agent.store.holders import ThreadBusy
 
     if isinstance(exc, ThreadBusy):
         return EXIT_BUSY, "error", str(exc)

@@ -43,7 +43,7 @@ def _when(seconds: float | None) -> str:
 
 def cmd_threads(args: argparse.Namespace, console: Console) -> int:
     from agent.runs.progress import line
-    from agent.store.checkpointers import NoThreads
+    from agent.store.database_errors import NoThreads
     from agent.store.threads import thread_rows
 
     if args.delete:
@@ -88,7 +88,8 @@ def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -
     """Delete each thread of ``rows`` (``ThreadRow``), saying which were deleted and which a
     run holds; exit 4 when any was busy."""
     from agent.runs.progress import line
-    from agent.store.lease import LeaseLost, ThreadBusy
+    from agent.store.fencing import LeaseLost
+    from agent.store.holders import ThreadBusy
     from agent.store.threads import delete_thread
 
     busy = 0
@@ -110,7 +111,7 @@ def _delete(console: Console, saver: BaseCheckpointSaver, rows: Sequence[Any]) -
 
 def cmd_prune(args: argparse.Namespace, console: Console) -> int:
     from agent.runs.progress import line
-    from agent.store.checkpointers import NoThreads
+    from agent.store.database_errors import NoThreads
     from agent.store.threads import parse_duration, stale_threads, thread_rows
 
     older_than = parse_duration(args.older_than)

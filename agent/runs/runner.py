@@ -21,8 +21,9 @@ from agent.errors import ConfigError
 from agent.graph.result import Result, build_result
 from agent.reflection.answers import parse_answer
 from agent.state import bounded_message
-from agent.store.checkpointers import db_location, list_threads, open_checkpointer
+from agent.store.checkpointers import db_location, open_checkpointer
 from agent.store.lease import Lease, hold
+from agent.store.threads import list_threads
 from agent.tools.approvals import decisions_problem, pending_requests
 from agent.vfs.user_files import check_user_files
 from agent.vocabulary import WAITING, Status
@@ -67,7 +68,7 @@ def execute(
 ) -> Result:
     """Run the graph on a thread until it stops or pauses, reporting each node's update.
 
-    The thread is leased for the run: a second writer gets :class:`~agent.store.lease.ThreadBusy`.
+    The thread is leased for the run: a second writer gets :class:`~agent.store.holders.ThreadBusy`.
     The planner keeps the run's Context in state, so a thread resumed from another process
     (the CLI) runs with the same models and budgets unless told otherwise.
     """

@@ -8,7 +8,7 @@ checks the lease's fencing token (``agent.store.lease``) in the same transaction
 - SQLite: temporary triggers on the saver's connection (and the journal's) run before
   every insert, update and delete of a leased thread's rows, inside the statement that
   writes them, so under the same write lock: a lease row without this process's token
-  rolls the transaction back. The write raises :class:`~agent.store.lease.LeaseLost`.
+  rolls the transaction back. The write raises :class:`LeaseLost`.
 - PostgreSQL: the write runs in a transaction that first reads the lease row ``FOR SHARE``
   (a takeover waits for the write to commit) and stops with ``LeaseLost`` when the token is
   not this process's; the connection holding the lease dying is a lost lease too.
@@ -252,14 +252,6 @@ def check_pg_fence(cur: Any, thread_id: str, token: int) -> None:
         raise LeaseLost(thread_id)
 
 
-async def acheck_pg_fence(cur: Any, thread_id: str, token: int) -> None:
-    """:func:`check_pg_fence` on an async cursor."""
-    await cur.execute(PG_FENCE, (thread_id,))
-    row = await cur.fetchone()
-    if _row_token(row) != token:
-        raise LeaseLost(thread_id)
-
-
 def _row_token(row: Any) -> int | None:
     if row is None:
         return None
@@ -267,11 +259,40 @@ def _row_token(row: Any) -> int | None:
     return int(value)
 
 
+@contextmanager
+def _fenced_pg_cursor(saver: Any, target: tuple[str, int]) -> Iterator[Any]:
+    """A cursor whose transaction first checked that the lease row still has the token."""
+    from psycopg import Connection, OperationalError
+    from psycopg.rows import dict_row
+
+    # no pipeline: the check must have answered before the writes are sent
+    with saver.lock, _pg_connection(saver) as conn:
+        try:
+            with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                check_pg_fence(cur, *target)
+                yield cur
+        except OperationalError as exc:
+            if isinstance(saver.conn, Connection) and (conn.closed or conn.broken):
+                # the one connection held the lock: the server dropped the lease
+                raise LeaseLost(target[0]) from exc
+            raise
+
+
+@contextmanager
+def _pg_connection(saver: Any) -> Iterator[Any]:
+    """The saver's one connection, or one from its pool."""
+    from psycopg import Connection
+
+    if isinstance(saver.conn, Connection):
+        yield saver.conn
+    else:
+        with saver.conn.connection() as conn:
+            yield conn
+
+
 def _postgres_class() -> type | None:
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg import Connection, OperationalError
-        from psycopg.rows import dict_row
     except ImportError:
         return None
 
@@ -297,28 +318,8 @@ def _postgres_class() -> type | None:
                 with super()._cursor(pipeline=pipeline) as cur:
                     yield cur
                 return
-            # no pipeline: the check must have answered before the writes are sent
-            with self.lock, self._connection() as conn:
-                try:
-                    with (
-                        conn.transaction(),
-                        conn.cursor(binary=True, row_factory=dict_row) as cur,
-                    ):
-                        check_pg_fence(cur, *target)
-                        yield cur
-                except OperationalError as exc:
-                    if isinstance(self.conn, Connection) and (conn.closed or conn.broken):
-                        # the one connection held the lock: the server dropped the lease
-                        raise LeaseLost(target[0]) from exc
-                    raise
-
-        @contextmanager
-        def _connection(self) -> Iterator[Any]:
-            if isinstance(self.conn, Connection):
-                yield self.conn
-            else:
-                with self.conn.connection() as conn:
-                    yield conn
+            with _fenced_pg_cursor(self, target) as cur:
+                yield cur
 
         def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             put = super().put

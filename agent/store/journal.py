@@ -1,5 +1,6 @@
-"""Tool calls that happen once: what a tool declares about its effects, the idempotency key
-of a call, and the durable journal where a call is recorded before it runs and after.
+"""Tool calls that happen once: the idempotency key of a call, and the durable journal
+where a call is recorded before it runs and after (what a tool declares about its effects
+is ``agent.store.effects``).
 
 A subagent's step can run more than once: the graph's RetryPolicy re-runs it after a
 transient model error, a thread resumed after a crash re-runs the step that was in flight,
@@ -28,97 +29,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from langchain_core.tools import BaseTool
-
-__all__ = [
-    "IDEMPOTENCY_KEY_ARG",
-    "JournalStore",
-    "MemoryJournal",
-    "PostgresJournal",
-    "SqliteJournal",
-    "StoreJournal",
-    "ToolPolicy",
-    "args_digest",
-    "call_key",
-    "key_material",
-    "declare_tool",
-    "journal_for",
-    "policy_of",
-]
+from agent.store.savers import SQLITE_FILE_ATTR, postgres_kind, sqlite_file
 
 IDEMPOTENCY_KEY_ARG = "idempotency_key"
 """A tool parameter of this name, annotated ``InjectedToolArg``, receives the call's key."""
-META_KEY = "deepreflect"
-"""``tool.metadata[META_KEY]``: what :func:`declare_tool` declared."""
 TABLE = "deepreflect_tool_journal"
 STORE_NAMESPACE = ("deepreflect", "tool_journal")
-LOCAL_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file"})
-"""The filesystem tools act on the step's own workspace, rebuilt when the step re-runs."""
-
-Receipt = Callable[[str], Any]
-"""``receipt(key)``: the result of the call made with ``key``, or None if it never happened
-(sync or async)."""
-
-
-@dataclass(frozen=True)
-class ToolPolicy:
-    """What a tool's calls may do to the world, and so how a repeated call is treated.
-
-    ``read_only``: no side effect; re-run freely, never journaled (search, reads).
-    ``idempotent``: a repeat with the same key is harmless (the API deduplicates on it);
-    an unknown outcome is re-run with the same key.
-    ``receipt``: asks whether a call with a key happened; an unknown outcome asks it first.
-    Anything else is a side effect whose unknown outcome only a human can settle.
-    """
-
-    read_only: bool = False
-    idempotent: bool = False
-    receipt: Receipt | None = None
-
-    @property
-    def journaled(self) -> bool:
-        return not self.read_only
-
-
-def declare_tool(
-    tool: BaseTool,
-    *,
-    read_only: bool = False,
-    idempotent: bool = False,
-    receipt: Receipt | None = None,
-) -> BaseTool:
-    """Declare what ``tool``'s calls do (see :class:`ToolPolicy`); returns ``tool``.
-
-    Undeclared tools are treated as side-effecting and not idempotent: the safe default."""
-    if read_only and (idempotent or receipt is not None):
-        msg = f"tool {tool.name!r}: a read-only tool needs no idempotency or receipt"
-        raise ValueError(msg)
-    declared = {"read_only": read_only, "idempotent": idempotent, "receipt": receipt}
-    tool.metadata = {**(tool.metadata or {}), META_KEY: declared}
-    return tool
-
-
-def policy_of(tool: BaseTool) -> ToolPolicy:
-    """The tool's declared policy; MCP's ``readOnlyHint`` / ``idempotentHint`` annotations
-    count as declarations (langchain-mcp-adapters puts them in the tool's metadata)."""
-    if tool.name in LOCAL_TOOLS:
-        return ToolPolicy(read_only=True)
-    meta = tool.metadata or {}
-    declared = meta.get(META_KEY)
-    if isinstance(declared, Mapping):
-        receipt = declared.get("receipt")
-        return ToolPolicy(
-            read_only=bool(declared.get("read_only")),
-            idempotent=bool(declared.get("idempotent")),
-            receipt=receipt if callable(receipt) else None,
-        )
-    return ToolPolicy(
-        read_only=meta.get("readOnlyHint") is True,
-        idempotent=meta.get("idempotentHint") is True,
-    )
 
 
 # ---------------------------------------------------------------------------- keys
@@ -358,20 +276,6 @@ class PostgresJournal:
         return row
 
 
-def _postgres_kind(checkpointer: object) -> bool | None:
-    """True for an ``AsyncPostgresSaver``, False for a ``PostgresSaver``, else None."""
-    try:
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    except ImportError:
-        return None
-    if isinstance(checkpointer, AsyncPostgresSaver):
-        return True
-    if isinstance(checkpointer, PostgresSaver):
-        return False
-    return None
-
-
 def _loaded(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
@@ -388,9 +292,7 @@ _REGISTRY_LOCK = threading.Lock()
 
 def journal_for(checkpointer: object, store: object | None = None) -> JournalStore:
     """The journal of the threads ``checkpointer`` keeps (see the module docstring)."""
-    from agent.store.lease import LEASE_FILE_ATTR, sqlite_file
-
-    path = getattr(checkpointer, LEASE_FILE_ATTR, None)
+    path = getattr(checkpointer, SQLITE_FILE_ATTR, None)
     conn = getattr(checkpointer, "conn", None)
     if not (isinstance(path, str) and path) and isinstance(conn, sqlite3.Connection):
         lock = getattr(checkpointer, "lock", None)
@@ -399,7 +301,7 @@ def journal_for(checkpointer: object, store: object | None = None) -> JournalSto
                 path = sqlite_file(conn)
         else:
             path = sqlite_file(conn)
-    postgres = _postgres_kind(checkpointer)
+    postgres = postgres_kind(checkpointer)
     with _REGISTRY_LOCK:
         if isinstance(path, str) and path:
             real = os.path.realpath(path)

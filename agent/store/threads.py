@@ -1,6 +1,6 @@
 """Threads as the read-only commands see them, read from their checkpoints without building
 the graph (``deepreflect threads`` and ``show`` start in a fraction of a second), and
-deleting threads that no run holds.
+listing and deleting threads that no run holds.
 
 A thread's state is its newest checkpoint's channel values, plus the keys ``agent/state.py``
 stores as LangGraph ``DeltaChannel``\\ s (only their writes are in each checkpoint), which are
@@ -18,16 +18,20 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError, describe
 from agent.reducers import append_all, by_path, latest
-from agent.store.checkpointers import is_database_error, thread_spans
+from agent.store.database_errors import is_database_error
 from agent.store.lease import hold, lease_holder
+from agent.store.savers import is_postgres_saver
+from agent.vocabulary import Status
 
-STATUS_WAITING = ("awaiting_input", "budget_exhausted")
 INTERRUPTED = "interrupted"
 """The shown status of a thread whose state says ``running`` but that no run holds: its
 process was killed or its run raised, and ``deepreflect resume ID`` continues it."""
+UNREADABLE = "unreadable"
+"""The shown status of a thread whose newest checkpoint cannot be decoded."""
 
 
 # The State keys kept as DeltaChannels, with their reducers (agent/reducers.py, shared with
@@ -130,10 +134,10 @@ def _seed(value: Any, kind: type) -> Any:
 
 def shown_status(saver: BaseCheckpointSaver, thread_id: str, status: str | None) -> str:
     """``status``, except that a ``running`` thread no run holds is ``interrupted``."""
-    status = status or "running"
-    if status != "running":
+    status = status or Status.RUNNING
+    if status != Status.RUNNING:
         return status
-    return "running" if lease_holder(saver, thread_id) else INTERRUPTED
+    return Status.RUNNING if lease_holder(saver, thread_id) else INTERRUPTED
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,53 @@ def checkpoint_time(checkpoint_id: str) -> float | None:
     return (ticks - 0x01B21DD213814000) / 1e7
 
 
+# Each thread's first and newest checkpoint id (uuid6: they carry their time), newest first.
+_THREAD_SPANS = (
+    "SELECT thread_id, min(checkpoint_id), max(checkpoint_id) FROM checkpoints "
+    "GROUP BY thread_id ORDER BY max(checkpoint_id) DESC"
+)
+
+
+def thread_spans(checkpointer: BaseCheckpointSaver) -> list[tuple[str, str, str]]:
+    """``(thread_id, first checkpoint id, newest checkpoint id)`` of every thread, newest
+    first, without decoding any checkpoint (so an undecodable one hides nothing)."""
+    if isinstance(checkpointer, SqliteSaver):
+        with checkpointer.cursor(transaction=False) as cur:
+            rows = cur.execute(_THREAD_SPANS).fetchall()
+    elif is_postgres_saver(checkpointer):
+        rows = _postgres_rows(checkpointer, _THREAD_SPANS)
+    else:
+        spans: dict[str, tuple[str, str]] = {}
+        for item in checkpointer.list(None):
+            configurable = item.config["configurable"]
+            first, last = spans.get(configurable["thread_id"], (None, None))
+            cid = str(configurable["checkpoint_id"])
+            spans[configurable["thread_id"]] = (min(first or cid, cid), max(last or cid, cid))
+        rows = sorted(((t, a, b) for t, (a, b) in spans.items()), key=lambda r: r[2], reverse=True)
+    return [(str(t), str(first), str(last)) for t, first, last in rows]
+
+
+def list_threads(checkpointer: BaseCheckpointSaver) -> list[str]:
+    """Thread ids known to a checkpointer, newest first.
+
+    SQLite and PostgreSQL are asked for the ids alone: listing checkpoints would decode every
+    checkpoint of every thread, and one that cannot be decoded would hide all the others.
+    """
+    return [thread_id for thread_id, _, _ in thread_spans(checkpointer)]
+
+
+def _postgres_rows(saver: Any, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on a PostgresSaver's connection (or its pool), as tuples."""
+    from psycopg import Connection
+    from psycopg.rows import tuple_row
+
+    if isinstance(saver.conn, Connection):
+        with saver.lock, saver.conn.cursor(row_factory=tuple_row) as cur:
+            return cur.execute(sql).fetchall()
+    with saver.conn.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+        return cur.execute(sql).fetchall()
+
+
 def thread_rows(saver: BaseCheckpointSaver) -> list[ThreadRow]:
     """Every thread, newest first; one that cannot be decoded is listed as ``unreadable``
     instead of hiding the others."""
@@ -172,7 +223,7 @@ def thread_rows(saver: BaseCheckpointSaver) -> list[ThreadRow]:
             if is_database_error(exc):
                 raise  # the database, not this thread
             reason = describe(exc, limit=60)
-            rows.append(ThreadRow(thread_id, created, updated, "unreadable", reason))
+            rows.append(ThreadRow(thread_id, created, updated, UNREADABLE, reason))
             continue
         values = saved.checkpoint["channel_values"] if saved else {}
         status = shown_status(saver, thread_id, values.get("status"))
@@ -195,7 +246,7 @@ def parse_duration(text: str) -> float:
 
 def delete_thread(saver: BaseCheckpointSaver, thread_id: str) -> None:
     """Delete a thread's checkpoints and writes, under its lease: a thread a run or resume
-    holds is refused with :class:`~agent.store.lease.ThreadBusy` and nothing is deleted."""
+    holds is refused with :class:`~agent.store.holders.ThreadBusy` and nothing is deleted."""
     with hold(saver, thread_id):
         saver.delete_thread(thread_id)
 

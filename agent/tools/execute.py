@@ -27,14 +27,13 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
 from agent.coroutines import maybe_await
+from agent.store.effects import ToolPolicy, policy_of
 from agent.store.journal import (
     IDEMPOTENCY_KEY_ARG,
     JournalStore,
     MemoryJournal,
-    ToolPolicy,
     args_digest,
     call_key,
-    policy_of,
 )
 from agent.tools.approvals import (
     UNKNOWN_OUTCOME_DECISIONS,

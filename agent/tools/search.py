@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from agent.errors import ConfigError
-from agent.store.journal import declare_tool
+from agent.store.effects import declare_tool
 
 __all__ = [
     "SEARCH_MAX_RESULTS",

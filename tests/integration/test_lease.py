@@ -25,20 +25,11 @@ import agent
 from agent import build_graph, open_checkpointer, resume, run
 from agent.errors import ErrorClass
 from agent.runs.runner import NotAwaitingAnswer, answer_refusal, thread_config
-from agent.store.lease import (
-    EPOCH_TABLE,
-    HOST,
-    TABLE,
-    TTL_ENV,
-    Holder,
-    Lease,
-    LeaseLost,
-    ThreadBusy,
-    advisory_key,
-    hold,
-    holder_is_live,
-    pid_alive,
-)
+from agent.store.advisory_locks import advisory_key
+from agent.store.fencing import LEASE_TABLE, LeaseLost
+from agent.store.file_leases import EPOCH_TABLE
+from agent.store.holders import HOST, Holder, ThreadBusy, holder_is_live, pid_alive
+from agent.store.lease import TTL_ENV, Lease, hold
 from tests.fakes import END, ROOT, cli, ctx, models, sqlite_graph, step
 
 pytest_plugins = ["tests.postgres"]
@@ -92,7 +83,7 @@ def test_the_advisory_key_is_a_stable_signed_64_bit_number_per_thread():
     assert all(-(2**63) <= key < 2**63 for key in keys)
     assert advisory_key("t1") == advisory_key("t1")
     # fixed by the thread id alone (no per-process hash seed), so every process agrees
-    code = "from agent.store.lease import advisory_key; print(advisory_key('t1'))"
+    code = "from agent.store.advisory_locks import advisory_key; print(advisory_key('t1'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert int(other.stdout) == advisory_key("t1"), other.stderr
 
@@ -162,7 +153,7 @@ def _sqlite_saver(path) -> Any:
 
 def _lease_row(path, thread_id: str = "t") -> tuple | None:
     with sqlite3.connect(str(path)) as conn:
-        query = f"SELECT owner, host, pid, expires_at FROM {TABLE} WHERE thread_id = ?"
+        query = f"SELECT owner, host, pid, expires_at FROM {LEASE_TABLE} WHERE thread_id = ?"
         return conn.execute(query, (thread_id,)).fetchone()
 
 
@@ -171,7 +162,7 @@ def _write_row(path, holder: Holder, thread_id: str = "t") -> None:
         pass
     with sqlite3.connect(str(path)) as conn:
         conn.execute(
-            f"INSERT OR REPLACE INTO {TABLE} (thread_id, owner, host, pid, expires_at) "
+            f"INSERT OR REPLACE INTO {LEASE_TABLE} (thread_id, owner, host, pid, expires_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (thread_id, holder.owner, holder.host, holder.pid, holder.expires_at),
         )
@@ -228,7 +219,8 @@ def test_a_sqlite_lease_another_writer_took_over_is_reported_lost(tmp_path):
     with hold(_sqlite_saver(db), "t", ttl_s=0.3) as lease:
         with sqlite3.connect(str(db)) as conn:
             conn.execute(
-                f"UPDATE {TABLE} SET owner = 'intruder', token = token + 1 WHERE thread_id = 't'"
+                f"UPDATE {LEASE_TABLE} SET owner = 'intruder', token = token + 1 "
+                "WHERE thread_id = 't'"
             )
         _poll(lease.lost.is_set, "the heartbeat never noticed the lease was taken")
         with pytest.raises(LeaseLost):
@@ -575,7 +567,7 @@ def _take_the_lease(db: str, thread_id: str) -> None:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(f"UPDATE {EPOCH_TABLE} SET last = last + 1")
         conn.execute(
-            f"UPDATE {TABLE} SET owner = 'clock-ahead', pid = 0, expires_at = 0, "
+            f"UPDATE {LEASE_TABLE} SET owner = 'clock-ahead', pid = 0, expires_at = 0, "
             f"token = (SELECT last FROM {EPOCH_TABLE}) WHERE thread_id = ?",
             (thread_id,),
         )

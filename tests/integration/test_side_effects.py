@@ -109,7 +109,7 @@ def test_an_identical_call_made_twice_in_one_draft_runs_twice(tmp_path):
 def test_read_only_tools_run_every_time(tmp_path):
     from langchain_core.tools import tool
 
-    from agent.store.journal import declare_tool
+    from agent.store.effects import declare_tool
 
     reads = []
 

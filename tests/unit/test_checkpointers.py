@@ -16,7 +16,8 @@ from langchain_core.messages import HumanMessage
 from agent import Context, build_graph, open_checkpointer, run
 from agent.errors import ConfigError
 from agent.runs.runner import thread_config
-from agent.store.checkpointers import NoThreads, open_async_checkpointer, thread_spans
+from agent.store.checkpointers import open_async_checkpointer
+from agent.store.database_errors import NoThreads
 from agent.store.threads import (
     DELTA_KEYS,
     checkpoint_time,
@@ -24,6 +25,7 @@ from agent.store.threads import (
     plain_serde,
     stale_threads,
     thread_rows,
+    thread_spans,
     thread_values,
 )
 
@@ -295,19 +297,22 @@ def test_every_lease_acquisition_gets_a_larger_token_than_any_before_it(tmp_path
 
 
 def test_a_lease_table_from_before_tokens_is_migrated(tmp_path):
-    from agent.store.lease import TABLE, hold
+    from agent.store.fencing import LEASE_TABLE
+    from agent.store.lease import hold
 
     path = tmp_path / "threads.sqlite"
     with sqlite3.connect(str(path)) as conn:
         conn.execute(
-            f"CREATE TABLE {TABLE} (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+            f"CREATE TABLE {LEASE_TABLE} (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
             "host TEXT NOT NULL, pid INTEGER NOT NULL, expires_at REAL NOT NULL)"
         )
-        conn.execute(f"INSERT INTO {TABLE} VALUES ('old', 'gone', 'h', 1, 0)")
+        conn.execute(f"INSERT INTO {LEASE_TABLE} VALUES ('old', 'gone', 'h', 1, 0)")
     with hold(_leased_saver(path), "t") as lease:
         assert lease.token >= 1
     with sqlite3.connect(str(path)) as conn:
-        assert conn.execute(f"SELECT token FROM {TABLE} WHERE thread_id = 'old'").fetchone() == (0,)
+        assert conn.execute(
+            f"SELECT token FROM {LEASE_TABLE} WHERE thread_id = 'old'"
+        ).fetchone() == (0,)
 
 
 @pytest.mark.parametrize("text", ["abc", "0", "-1", "nan", "1e9"])

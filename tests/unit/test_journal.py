@@ -1,4 +1,4 @@
-"""agent.store.journal: tool policies, keys and the stores."""
+"""agent.store.effects and agent.store.journal: tool policies, keys and the stores."""
 
 from __future__ import annotations
 
@@ -12,16 +12,14 @@ from hypothesis import strategies as st
 from langchain_core.tools import InjectedToolArg, tool
 
 from agent.controller.records import defect_signature
+from agent.store.effects import ToolPolicy, declare_tool, policy_of
 from agent.store.journal import (
     MemoryJournal,
     SqliteJournal,
-    ToolPolicy,
     args_digest,
     call_key,
-    declare_tool,
     journal_for,
     key_material,
-    policy_of,
 )
 from agent.tools.approvals import approval_id
 from agent.tools.execute import takes_idempotency_key
@@ -176,8 +174,9 @@ def test_a_crafted_evidence_line_cannot_pass_for_two_defects():
 def test_a_leased_threads_journal_entry_is_fenced_by_the_lease_token(tmp_path):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agent.store.lease import TABLE as LEASES
-    from agent.store.lease import LeaseLost, hold
+    from agent.store.fencing import LEASE_TABLE as LEASES
+    from agent.store.fencing import LeaseLost
+    from agent.store.lease import hold
 
     path = str(tmp_path / "threads.sqlite")
     journal = SqliteJournal(path)
