@@ -1,5 +1,5 @@
-"""The README's picture of the graph is what the compiled graph draws (issue 24: the graph
-was hand-drawn, and drifted). Regenerate it with
+"""The pictures of the graph (the README's and docs/architecture.md's) are what the compiled
+graph draws (issue 24: the graph was hand-drawn, and drifted). Regenerate it with
 ``python -c "from agent import build_graph; print(build_graph().get_graph().draw_mermaid())"``.
 """
 
@@ -13,6 +13,13 @@ from tests.langgraph_server import ROOT
 
 def mermaid_blocks(text: str) -> list[str]:
     return re.findall(r"^```mermaid\n(.*?)^```", text, re.M | re.S)
+
+
+def test_the_architecture_page_draws_the_same_compiled_graph():
+    blocks = mermaid_blocks((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert blocks, "docs/architecture.md should draw the graph in a ```mermaid block"
+    drawn = build_graph().get_graph().draw_mermaid()
+    assert [b.strip() for b in blocks] == [drawn.strip()], "docs/architecture.md's graph is stale"
 
 
 def test_the_readme_draws_the_compiled_graph():
