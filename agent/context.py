@@ -13,7 +13,7 @@ from typing import Any
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 from agent.limits import MAX_REVISIONS
-from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ToolCalling
+from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
@@ -121,7 +121,7 @@ class Context:
         },
     )
     planning: str = field(
-        default="upfront",
+        default=Planning.UPFRONT.value,
         metadata={
             "description": "upfront: plan every step at once; rolling: commit only to the steps "
             "that can run now and plan the next segment after reflection has seen their "
@@ -323,7 +323,7 @@ def _values_key(ctx: Context) -> tuple[Any, ...] | None:
     return key
 
 
-PLANNING = ("upfront", "rolling")
+PLANNING = tuple(Planning)
 
 
 def as_context(value: Any) -> Context:

@@ -118,6 +118,24 @@ class FileStatus(StrEnum):
     FAILED = "failed"
 
 
+class Planning(StrEnum):
+    """How far ahead the planner commits (``Context.planning``)."""
+
+    UPFRONT = "upfront"
+    """Every step at once."""
+    ROLLING = "rolling"
+    """Only the steps that can run now, then the next segment once reflection has seen them."""
+
+
+class AnswerAction(StrEnum):
+    """What a human's answer to an escalation does (``{"action": ...}``)."""
+
+    ANSWER = "answer"
+    ACCEPT = "accept"
+    STOP = "stop"
+    CONTINUE = "continue"
+
+
 class StructuredOutput(StrEnum):
     """How a role's JSON answers are asked for: ``auto``, or the method of one request."""
 

@@ -19,7 +19,7 @@ from agent.cli.export import export_out
 from agent.cli.failures import running
 from agent.cli.output import finish
 from agent.cli.settings import check_models, loaded_files, mcp_tools, with_flags
-from agent.vocabulary import Workload
+from agent.vocabulary import Planning, Workload
 
 if TYPE_CHECKING:
     from agent.context import Context
@@ -60,7 +60,7 @@ def add_parsers(sub: Any) -> None:
     run_p.add_argument("--workload", choices=[workload.value for workload in Workload])
     run_p.add_argument(
         "--planning",
-        choices=["upfront", "rolling"],
+        choices=[p.value for p in Planning],
         help="upfront: every step at once; rolling: the steps that can run now, then the next "
         "segment once reflection has seen their results ($DEEPREFLECT_PLANNING)",
     )

@@ -23,6 +23,7 @@ from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
 from agent.vfs.origin import planner_view
 from agent.vfs.quoting import data_block
+from agent.vocabulary import Planning
 
 __all__ = ["PlanOutcome", "apply_plan", "ask_planner", "describe_databases", "example_plan"]
 
@@ -43,7 +44,7 @@ async def ask_planner(
     reason: str,
     answer: str,
     max_plan_steps: int,
-    planning: str = "upfront",
+    planning: str = Planning.UPFRONT,
     databases: Collection[str] = (),
 ) -> PlanOutcome:
     """Plan (or replan) the goal; an invalid answer is retried once with its errors.

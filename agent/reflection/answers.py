@@ -26,11 +26,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from agent.errors import ConfigError
 from agent.prompts import render
 from agent.reflection.budget import BUDGET_FIELDS
+from agent.vocabulary import AnswerAction
 
 __all__ = [
     "ESCALATION_ACTION",
@@ -44,15 +45,15 @@ __all__ = [
     "typed_choice",
 ]
 
-Action = Literal["answer", "accept", "stop", "continue"]
+Action = AnswerAction
 Choice = dict[str, Any]
 """``{"label": str, "value": {"action": ..., ...}}``: one button of an escalation."""
 
 # what the rules' suggested responses mean (the rest are answers with their own text)
 _ACTIONS: dict[str, Action] = {
-    "accept the artifacts as they are": "accept",
-    "stop here": "stop",
-    "continue with a higher budget": "continue",
+    "accept the artifacts as they are": AnswerAction.ACCEPT,
+    "stop here": AnswerAction.STOP,
+    "continue with a higher budget": AnswerAction.CONTINUE,
 }
 # always offered, whatever the rule suggested: the design's accept and stop
 _ALWAYS: tuple[Choice, ...] = (
@@ -83,8 +84,8 @@ def choices(suggested: Sequence[str | Mapping[str, Any]]) -> list[Choice]:
             out.append({"label": str(item["label"]), "value": dict(item["value"])})
             continue
         label = str(item)
-        action = _ACTIONS.get(label.strip().lower(), "answer")
-        value: dict[str, Any] = {"action": action}
+        action = _ACTIONS.get(label.strip().lower(), AnswerAction.ANSWER)
+        value: dict[str, Any] = {"action": action.value}  # plain data: it goes into state
         if action == "answer":
             value["text"] = label
         out.append({"label": label, "value": value})
@@ -139,7 +140,7 @@ def parse_answer(
     if isinstance(value, str):
         if suggested is not None and (chosen := typed_choice(value, suggested)) is not None:
             return parse_answer(chosen)
-        return Answer("answer", value) if value.strip() else None
+        return Answer(AnswerAction.ANSWER, value) if value.strip() else None
     if isinstance(value, list):  # agent-chat-ui's decisions or the agent inbox's responses
         return parse_answer(_only(value), suggested)
     if isinstance(value, Mapping):
@@ -156,14 +157,16 @@ def parse_answer(
         action = value.get("action", "answer")
         if action == "answer":  # its text as it is, even if it reads like a label
             text = str(value.get("text") or "")
-            return Answer("answer", text) if text.strip() else None
-        if action in ("accept", "stop"):
-            return Answer(action)
+            return Answer(AnswerAction.ANSWER, text) if text.strip() else None
+        if action in (AnswerAction.ACCEPT, AnswerAction.STOP):
+            return Answer(AnswerAction(action))
         if action == "continue":
-            return Answer("continue", budget=_budget(value.get("budget")))
+            return Answer(AnswerAction.CONTINUE, budget=_budget(value.get("budget")))
         msg = f"unknown action {action!r}; expected one of answer, accept, stop, continue"
         raise ConfigError(msg)
-    return Answer("answer", str(value))  # a number or the like: its text, for the planner
+    return Answer(
+        AnswerAction.ANSWER, str(value)
+    )  # a number or the like: its text, for the planner
 
 
 def _only(items: list[Any]) -> Any:
@@ -182,9 +185,9 @@ def _review_decision(
     inbox's ignore stops. Edit is not offered: there is no action to edit."""
     kind = value.get("type")
     if kind in ("approve", "accept"):
-        return Answer("accept")
+        return Answer(AnswerAction.ACCEPT)
     if kind == "ignore":
-        return Answer("stop")
+        return Answer(AnswerAction.STOP)
     if kind in ("reject", "response"):
         said = value.get("message") if kind == "reject" else value.get("args")
         return parse_answer(said if isinstance(said, str) else "", suggested)

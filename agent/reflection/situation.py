@@ -9,7 +9,7 @@ from typing import Any
 from agent.context import Context
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
-from agent.vocabulary import FileStatus, StopReason
+from agent.vocabulary import FileStatus, Planning, StopReason
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Situation:
     turn_events: list[dict[str, Any]]
     exhausted: StopReason | None = None
     strict_end: bool = True
-    planning: str = "upfront"
+    planning: str = Planning.UPFRONT
     """upfront or rolling (``Context.planning``): with rolling, a plan whose steps are all
     done may be one segment of the goal, and reflection may replan for the next one."""
     ready: list[dict[str, Any]] = field(init=False)
