@@ -33,7 +33,7 @@ DROP = "drop"
 STRUCTURED_ROLES = ("planner", "reflection", "judge")
 
 # the prompt file each role's system message is rendered from
-_SYSTEM_PROMPTS = {"planner": "planner", "reflection": "reflection", "judge": "critic"}
+_SYSTEM_PROMPTS = {"planner": "planner", "reflection": "reflection", "judge": "judge"}
 # the prompt files a subagent's task is rendered from, and whether each is a revision
 _TASK_PROMPTS = {"subagent_task": 0, "subagent_revision": 1}
 

@@ -170,7 +170,7 @@ def critic_messages(
     """The critic's whole input. Stateless by construction: there is no parameter through which
     the generator's reasoning or an earlier critique could reach it."""
     human = render(
-        "critic_input",
+        "judge_input",
         task=task,
         path=json.dumps(path, ensure_ascii=False),
         fence=artifact_fence(draft),
@@ -178,7 +178,7 @@ def critic_messages(
         evidence=_evidence_text(evidence),
         rubric=_rubric_text(rubric),
     )
-    return [SystemMessage(render("critic")), HumanMessage(human)]
+    return [SystemMessage(render("judge")), HumanMessage(human)]
 
 
 def artifact_fence(draft: str) -> str:

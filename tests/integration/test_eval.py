@@ -81,7 +81,7 @@ def test_reflection_off_is_the_first_draft():
 
 
 def _artifact(messages) -> str:
-    values = prompt_values("critic_input", str(messages[-1].content))
+    values = prompt_values("judge_input", str(messages[-1].content))
     assert values is not None, "not the critic's prompt"
     return values["draft"]
 
