@@ -61,6 +61,8 @@ async function say(page, text) {
 
 async function shot(page, name) {
   const file = path.join(config.shots, `${name}.png`);
+  // next dev's own badge ("1 Issue": a font it cannot fetch offline) is not part of the chat
+  await page.addStyleTag({ content: "nextjs-portal { display: none !important; }" }).catch(() => {});
   await page.waitForTimeout(800);
   await page.screenshot({ path: file, fullPage: true });
   return file;
@@ -166,7 +168,7 @@ try {
   const only = config.only ? new Set(config.only) : null;
   for (const [name, flow] of Object.entries(flows)) {
     if (only && !only.has(name)) continue;
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const page = await browser.newPage({ viewport: { width: 1100, height: 1600 } });
     try {
       console.log(JSON.stringify({ flow: name, ok: true, ...(await flow(page)) }));
     } catch (error) {
