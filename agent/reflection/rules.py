@@ -129,19 +129,28 @@ def rule_budget(s: Situation) -> Decision | None:
     )
 
 
+def _stuck_step(stop_reason: StopReason, reason: str, question: str) -> Decision:
+    """A step that does not get better on its own: a human is asked for a hint."""
+    return Decision(
+        vocabulary.Decision.ESCALATE,
+        reason,
+        forced=True,
+        stop_reason=stop_reason,
+        question=question,
+        suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
+    )
+
+
 def rule_repeated_defect(s: Situation) -> Decision | None:
     """The same defect twice in a row, or a step that failed twice: ask a human."""
     repeated = sorted(set(s.defects) & set(s.previous_defects))
     if repeated:
         step_id, evidence = _defect_evidence(s, repeated[0])
-        return Decision(
-            vocabulary.Decision.ESCALATE,
+        return _stuck_step(
+            StopReason.REPEATED_DEFECT,
             f"step {step_id} repeated the same defect in two consecutive reflections",
-            forced=True,
-            stop_reason=StopReason.REPEATED_DEFECT,
-            question=f"Step {step_id} keeps failing with the same evidence "
+            f"Step {step_id} keeps failing with the same evidence "
             f"({quote_data('evidence', evidence, EXCERPT_CHARS)}). How should it be fixed?",
-            suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
         )
     failures: dict[str, int] = {}
     for event in s.turn_events:
@@ -151,15 +160,12 @@ def rule_repeated_defect(s: Situation) -> Decision | None:
             failures[event["step_id"]] = failures.get(event["step_id"], 0) + 1
     twice = sorted(sid for sid, n in failures.items() if n >= 2)
     if twice:
-        return Decision(
-            vocabulary.Decision.ESCALATE,
+        return _stuck_step(
+            StopReason.SUBAGENT_FAILED_TWICE,
             f"subagent failed twice on step {twice[0]}",
-            forced=True,
-            stop_reason=StopReason.SUBAGENT_FAILED_TWICE,
-            question=f"The subagent failed twice on step {twice[0]} "
+            f"The subagent failed twice on step {twice[0]} "
             f"({quote_data('last evidence', _last_observation(s, twice[0]), EXCERPT_CHARS)}). "
             "How should I proceed?",
-            suggested_responses=["here is a hint: <hint>", "drop this step", "stop here"],
         )
     return None
 
