@@ -49,6 +49,9 @@ class StopReason(StrEnum):
     MODEL_ESCALATED = "model_escalated"
     INVALID_PLAN = "invalid_plan"
     UNKNOWN_ERROR = "unknown_error"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    """The planner's or reflection's model kept failing with transient errors (a provider
+    down or rate-limited) through every retry: the thread waits for a human to retry."""
     AWAITING_APPROVAL = "awaiting_approval"
     # budget_exhausted
     TOKEN_BUDGET = "token_budget"

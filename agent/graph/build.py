@@ -116,13 +116,14 @@ def build_graph(
         ConfigError: a database name is not an identifier, or its file is not SQLite.
     """
     declared = _declared(databases)
+    attempts = retry_policy.max_attempts if retry_policy is not None else 1
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
     wire(
         builder,
-        planner=Planner(roles, declared),
+        planner=Planner(roles, declared, attempts),
         subagent=Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared),
-        reflection=Reflection(roles, reflection_rules),
+        reflection=Reflection(roles, reflection_rules, attempts),
         retry_policy=retry_policy,
     )
     graph = builder.compile(

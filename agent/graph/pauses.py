@@ -24,6 +24,7 @@ __all__ = [
     "approval_decision",
     "escalation_of",
     "invalid_plan",
+    "model_unavailable",
     "paused",
     "unknown_error",
 ]
@@ -69,6 +70,27 @@ def unknown_error(role: str, evidence: str) -> rules.Decision:
         question=f"The {role} model failed with an unexpected error "
         f"({quote_data('error', evidence, 300)}). Retry?",
         suggested_responses=["retry", "stop here"],
+    )
+
+
+def model_unavailable(role: str, evidence: str) -> rules.Decision:
+    """A model that kept failing with transient errors through every retry: the thread
+    pauses with the error in the chat, and a human retries once the provider is back. A
+    retry of reflection continues the turn (nothing is planned again); one of the planner
+    is its answer, so the planner is asked again."""
+    retry: str | dict[str, Any] = "retry"
+    if role == "reflection":
+        retry = {"label": "retry", "value": {"action": "continue"}}
+    return rules.Decision(
+        Decision.ESCALATE,
+        evidence,
+        forced=True,
+        counts_depth=False,
+        stop_reason=StopReason.MODEL_UNAVAILABLE,
+        question=f"The {role} model kept failing after every retry "
+        f"({quote_data('error', evidence, 300)}); the provider may be down or rate-limited. "
+        "Retry once it is back?",
+        suggested_responses=[retry, "stop here"],
     )
 
 

@@ -13,7 +13,7 @@ from langgraph.types import Command, Send
 from agent.context import Context, as_context
 from agent.events import emit, plan_event, progress_message, step_event, told
 from agent.graph.inputs import StateView, declared_databases
-from agent.graph.model_errors import model_failure
+from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import invalid_plan
 from agent.graph.roles import Roles
 from agent.graph.routes import PlannerRoute, command_for
@@ -32,9 +32,12 @@ __all__ = ["Planner", "dispatch", "subagent_task"]
 class Planner:
     """Take in the turn, plan when asked, dispatch the ready steps."""
 
-    def __init__(self, roles: Roles, databases: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, roles: Roles, databases: Mapping[str, str] | None = None, attempts: int = 1
+    ) -> None:
         self.roles = roles
         self.databases = dict(databases or {})
+        self.attempts = attempts  # the graph's RetryPolicy: the last one pauses, not raises
 
     async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
         ctx = as_context(runtime.context)
@@ -43,20 +46,23 @@ class Planner:
             return Command(goto=taken.next, update=taken.update)
         update = dict(taken.update)
         if taken.next == "plan":
-            planned = await self._plan(with_update(state, update), ctx)
+            last = last_attempt(runtime, self.attempts)
+            planned = await self._plan(with_update(state, update), ctx, last)
             if isinstance(planned, Command):  # escalated or failed: the turn is still taken in
                 return Command(goto=planned.goto, update=combined(update, planned.update))
             update = announced(state, ctx, combined(update, planned))
         return dispatch(with_update(state, update), ctx, update)
 
-    async def _plan(self, state: StateView, ctx: Context) -> dict[str, Any] | Command[Any]:
+    async def _plan(
+        self, state: StateView, ctx: Context, last: bool
+    ) -> dict[str, Any] | Command[Any]:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
         try:
             metered = self.roles.metered("planner", ctx, asked)
         except Exception as exc:  # no model to ask: a missing key, an unknown provider
-            return model_failure(exc, "planner", state, ctx, {})
+            return model_failure(exc, "planner", state, ctx, {}, last=last)
         try:
             outcome = await ask_planner(
                 metered,
@@ -68,7 +74,8 @@ class Planner:
                 databases=tuple(declared_databases(ctx, self.databases)),
             )
         except Exception as exc:
-            return model_failure(exc, "planner", state, ctx, {"usage": metered.usage})
+            usage = {"usage": metered.usage}
+            return model_failure(exc, "planner", state, ctx, usage, last=last)
         update: dict[str, Any] = {"usage": metered.usage, "plan_request": None}
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)

@@ -13,7 +13,7 @@ from langgraph.types import Command
 import agent.reflection.rules as rules
 from agent.context import Context, as_context
 from agent.graph.inputs import StateView, plan_version
-from agent.graph.model_errors import model_failure
+from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import approval_decision
 from agent.graph.roles import Roles
 from agent.graph.routes import ReflectionRoute, command_for
@@ -35,9 +35,12 @@ __all__ = ["Reflection", "ask_reflection"]
 class Reflection:
     """Decide continue, replan, end or escalate: rules first, the model only if needed."""
 
-    def __init__(self, roles: Roles, rules_in_order: Sequence[rules.Rule]) -> None:
+    def __init__(
+        self, roles: Roles, rules_in_order: Sequence[rules.Rule], attempts: int = 1
+    ) -> None:
         self.roles = roles
         self.rules = tuple(rules_in_order)
+        self.attempts = attempts  # the graph's RetryPolicy: the last one pauses, not raises
 
     async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[ReflectionRoute]:
         ctx = as_context(runtime.context)
@@ -49,15 +52,17 @@ class Reflection:
             # before any rule: a step waits for a human, whatever the others did
             return command_for(approval_decision(requests), state, ctx, update, situation=s)
         decision = rules.decide_by_rule(s, self.rules)
+        last = last_attempt(runtime, self.attempts)
         if decision is None:
             try:
                 metered = self.roles.metered("reflection", ctx)
             except Exception as exc:  # no model to ask: a missing key, an unknown provider
-                return model_failure(exc, "reflection", state, ctx, update)
+                return model_failure(exc, "reflection", state, ctx, update, last=last)
             try:
                 decision = await ask_reflection(metered, s)
             except Exception as exc:
-                return model_failure(exc, "reflection", state, ctx, {"usage": metered.usage})
+                usage = {"usage": metered.usage}
+                return model_failure(exc, "reflection", state, ctx, usage, last=last)
             update["usage"] = metered.usage
             decision = rules.validate_decision(decision, s)
         update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)

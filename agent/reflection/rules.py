@@ -43,7 +43,7 @@ class Decision:
     """Set only where the run's status is not ``awaiting_input``: a budget spent, a fatal
     error."""
     question: str | None = None
-    suggested_responses: list[str] = field(default_factory=list)
+    suggested_responses: list[str | dict[str, Any]] = field(default_factory=list)
     final_answer: str | None = None
 
 

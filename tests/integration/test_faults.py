@@ -177,20 +177,23 @@ def test_a_planner_that_fails_twice_then_answers_succeeds_after_backoff(tmp_path
     assert second_wait < 5  # and bounded
 
 
-def test_a_planner_failing_forever_stops_after_exactly_three_attempts_and_resumes(tmp_path):
+def test_a_planner_failing_forever_pauses_after_exactly_three_attempts_and_a_retry_resumes(
+    tmp_path,
+):
     plan = [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
     script = Script(fault=TRANSIENT["openai.InternalServerError"], then=lambda m: {"steps": plan})
     roles = models(plan, [END], planner=ScriptedChatModel(responder=script))
     graph = graph_with(tmp_path, roles)
-    with pytest.raises(openai.InternalServerError, match="overloaded"):
-        run(graph, "goal", context=ctx(), thread_id="t")
+    paused = run(graph, "goal", context=ctx(), thread_id="t")
     assert script.calls == 3  # max_attempts, not one more
-    snapshot = graph.get_state(thread_config("t"))
-    assert snapshot.next == ("planner",)
-    assert "InternalServerError" in repr(snapshot.tasks[0].error)
+    assert (paused["status"], paused["stop_reason"]) == ("awaiting_input", "model_unavailable")
+    question = values(graph)["escalation"]["question"]
+    assert "planner model" in question and "overloaded" in question  # the error stays
+    last = values(graph)["messages"][-1]  # in the chat too, as the paused thread's last message
+    assert last.type == "ai" and "overloaded" in str(last.content)
 
     script.down = False  # the provider recovers
-    result = resume(graph, "t", None, context=ctx())
+    result = resume(graph, "t", "retry", context=ctx())
     assert result["status"] == "success"
     assert script.calls == 4
     assert {p: a["status"] for p, a in result["artifacts"].items()} == {
@@ -199,7 +202,7 @@ def test_a_planner_failing_forever_stops_after_exactly_three_attempts_and_resume
     }
 
 
-def test_a_reflection_failing_forever_is_resumed_without_redoing_the_subagents(tmp_path):
+def test_a_reflection_failing_forever_pauses_and_a_retry_redoes_no_subagent(tmp_path):
     plan = [step("S1", "a.md"), step("S2", "b.md")]
     sub_calls: Counter[str] = Counter()
 
@@ -210,15 +213,15 @@ def test_a_reflection_failing_forever_is_resumed_without_redoing_the_subagents(t
     script = Script(fault=lambda: TimeoutError("reflection timed out"), then=lambda m: END)
     roles = models(plan, [], subagent, reflection=ScriptedChatModel(responder=script))
     graph = graph_with(tmp_path, roles)
-    with pytest.raises(TimeoutError):
-        run(graph, "goal", context=ctx(), thread_id="t")
+    paused = run(graph, "goal", context=ctx(), thread_id="t")
+    assert (paused["status"], paused["stop_reason"]) == ("awaiting_input", "model_unavailable")
     assert script.calls == 3
     done = {p: e["sha256"] for p, e in values(graph)["files"].items() if e["status"] == "done"}
     assert set(done) == {"a.md", "b.md"}
     assert sub_calls == {"S1": 2, "S2": 2}
 
     script.down = False
-    result = resume(graph, "t", None, context=ctx())
+    result = resume(graph, "t", "retry", context=ctx())
     assert result["status"] == "success"
     assert sub_calls == {"S1": 2, "S2": 2}  # nothing was regenerated
     assert {p: values(graph)["files"][p]["sha256"] for p in done} == done
