@@ -14,7 +14,6 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
 from agent import Context, resume, run
-from agent.errors import is_transient
 from agent.models import providers as agent_providers
 from agent.prompts import render
 from agent.runs.runner import result_of, thread_config
@@ -137,10 +136,10 @@ def test_a_rate_limited_request_is_retried_by_the_graph_and_the_run_succeeds(ser
 
 def test_a_rate_limit_that_outlasts_the_retries_is_not_a_success(server, graph):
     server.fail_next(503, times=FAST_RETRY.max_attempts)
-    with pytest.raises(Exception) as err:
-        run(graph, GOAL, context=Context(model=MODEL), thread_id="t")
-    assert is_transient(err.value)
+    result = run(graph, GOAL, context=Context(model=MODEL), thread_id="t")
+    assert (result["status"], result["stop_reason"]) == ("awaiting_input", "model_unavailable")
     assert len(server.requests) == FAST_RETRY.max_attempts
+    assert decisions(graph, "t")[-1]["reason"].startswith("planner model:")
 
 
 def test_an_unauthorized_key_fails_the_run_without_a_retry(server, graph):
