@@ -273,13 +273,12 @@ def test_a_model_that_never_calls_a_tool_is_reminded_once_per_draft_not_forever(
 
 def test_a_revision_answered_with_the_file_in_a_fence_replaces_the_draft():
     responses = [
-        "```\nnope\n```",  # the first draft, as a fence (the whole file)
-        "done",
+        "```\nnope\n```",  # the first draft, as a fence (the whole file): its answer
         "Fixed:\n```\nOK\n```",  # the revision, as a fence too: it is this draft's file
-        "done",
     ]
-    w, _ = worker(responses)
+    w, model = worker(responses)
     run = execute(w)
+    assert len(model.calls) == 2  # one call per draft: no "one short line" after a fence
     entry = run.files["out.txt"]
     assert entry["content"] == "OK\n" and entry["status"] == "done" and entry["rounds"] == 1
     writes = [e for e in run.trajectory if e["action"] == "write_file"]
@@ -325,3 +324,26 @@ def test_the_reminder_is_not_repeated_when_the_rewrite_is_still_a_stub():
     )
     draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == STUB and len(model.calls) == 4  # one reminder, then the draft stands
+
+
+def test_a_draft_answered_with_the_file_in_a_fence_ends_with_that_answer():
+    w, model = worker(["Here:\n```\nOK\n```"])
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == "OK\n" and len(model.calls) == 1
+    (write,) = [e for e in w.records.run.trajectory if e["action"] == "write_file"]
+    assert write["ok"] is True and write["parsed_from_text"] is True
+
+
+def test_a_fenced_stub_is_still_reminded_once_and_the_fenced_rewrite_ends_the_draft():
+    w, model = worker([f"```python\n{STUB}```", f"```python\n{FULL}```"], step=CODE_STEP)
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == FULL and len(model.calls) == 2
+    assert prompt_values("subagent_unimplemented", str(model.calls[1][-1].content))
+
+
+def test_a_tool_call_written_as_text_still_gets_its_result_and_another_turn():
+    written = '{"name": "write_file", "arguments": {"path": "out.txt", "content": "OK"}}'
+    w, model = worker([written, "done"])
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == "OK" and len(model.calls) == 2
+    assert isinstance(model.calls[1][-1], ToolMessage)
