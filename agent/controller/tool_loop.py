@@ -34,10 +34,14 @@ class Draft:
     """One draft's bookkeeping: its revision, and whether it has written the artifact yet
     (a revision starts with the earlier draft's file, which does not count)."""
 
-    def __init__(self, workspace: Workspace, path: str, revision: int) -> None:
+    def __init__(
+        self, workspace: Workspace, path: str, revision: int, *, direct: bool = False
+    ) -> None:
         self.workspace = workspace
         self.path = path
         self.revision = revision
+        self.direct = direct
+        """Asked directly: for the artifact in a fence, not for tool calls."""
         self.start = workspace.written.get(path)  # the artifact's last write, by identity
         self.rewrite_asked = False
         """Asked to implement functions left without a body: a fenced module in the answer
@@ -77,6 +81,10 @@ class ToolLoop:
         self.max_turns = max_turns
         self.tool_calling = tool_calling
 
+    def binds(self) -> bool:
+        """Whether the model's next call will be given the tools as schemas."""
+        return TOOL_CALLING.binds(self.tool_calling, self.model_key)
+
     async def run(
         self, messages: list[BaseMessage], draft: Draft, metadata: dict[str, Any]
     ) -> None:
@@ -85,7 +93,7 @@ class ToolLoop:
         nudged = stubbed = False
         self.caller.new_draft()
         for turn in range(self.max_turns):
-            native = TOOL_CALLING.binds(self.tool_calling, self.model_key)
+            native = self.binds()
             bound = list(self.tools.values()) if native else []  # else described in text
             answer = await self._answer(messages, bound, metadata)
             answer, recovered = recover_text_calls(
@@ -110,7 +118,7 @@ class ToolLoop:
             elif nudged or draft.wrote():
                 break
             else:
-                messages.append(no_tool_call_reminder(draft.path))
+                messages.append(no_tool_call_reminder(draft.path, direct=draft.direct))
                 self.records.event("no_tool_call", observation=f"reminded to write {draft.path}")
                 nudged = True
 
