@@ -1,6 +1,14 @@
 """The messages a step's model is given, each rendered from a prompt file in ``prompts/``:
 the task (or its revision, with the critique's issues) and the two reminders the tool loop
-may add to a draft."""
+may add to a draft.
+
+A step is asked in one of two ways. Through its tools (``subagent_task``): the model lists,
+reads and writes files by tool calls. Or directly (``subagent_direct``), when the model is
+not given tool schemas and the step needs no tool but the file tools: its few small input
+files are in the prompt and the model replies with the artifact in a code fence, as a user
+asking the model plainly would (on Qwen2.5-Coder-1.5B the tool path cost ~4x the prompt
+tokens and handed back the function unimplemented in 12 of 18 failed drafts).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.prompts import render
+from agent.tools.text_calls import fence_language
 from agent.vfs.entries import Workspace, is_scratch, scratch_prefix
+
+DIRECT_INPUT_FILES = 8
+DIRECT_INPUT_CHARS = 12_000
+"""A step with more input than this is read through ``read_file``, not put in its prompt."""
+TOOL_CHECKS = frozenset({"citations"})
+"""Checks that need the tools' results (a cited URL must come from what a tool returned)."""
 
 
 def readable_inputs(workspace: Workspace) -> list[str]:
@@ -46,8 +61,75 @@ def task_messages(
     return [SystemMessage(system_prompt), HumanMessage(human)]
 
 
-def no_tool_call_reminder(path: str) -> HumanMessage:
-    """Seed 002: say exactly what is missing, once, rather than "not produced" later."""
+def direct_inputs(
+    step: Mapping[str, Any], workspace: Workspace, *, extra_tools: bool
+) -> dict[str, str] | None:
+    """The files to put in a direct prompt (the step's readable inputs, its own artifact
+    aside), or None when the step needs its tools: extra tools (search, MCP, ...), a check
+    that needs their results, or more input than a prompt should carry."""
+    done_when = step.get("done_when")
+    kind = done_when.get("kind") if isinstance(done_when, Mapping) else None
+    if extra_tools or kind in TOOL_CHECKS:
+        return None
+    paths = [p for p in readable_inputs(workspace) if p != step["expected_output"]]
+    files = {p: workspace.read(p) for p in paths[: DIRECT_INPUT_FILES + 1]}
+    if len(files) > DIRECT_INPUT_FILES or sum(map(len, files.values())) > DIRECT_INPUT_CHARS:
+        return None
+    return files
+
+
+def direct_messages(
+    step: Mapping[str, Any],
+    *,
+    goal: str,
+    system_prompt: str,
+    files: Mapping[str, str],
+    draft: str,
+    feedback: Mapping[str, Any] | None,
+) -> list[BaseMessage]:
+    """The conversation of a draft asked directly: the task with its input files, and for
+    a revision the current draft and the failing evidence, answered with the whole file in
+    one fence (small models patch poorly)."""
+    path = str(step["expected_output"])
+    values = {
+        "goal": goal,
+        "instructions": step["instructions"],
+        "expected_output": path,
+        "done_when": json.dumps(step.get("done_when")),
+        "files": "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items()),
+    }
+    if feedback is None:
+        human = render("subagent_direct", **values)
+    else:
+        issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))
+        draft = draft if draft.endswith("\n") or not draft else draft + "\n"
+        human = render(
+            "subagent_direct_revision",
+            **values,
+            language=fence_language(path),
+            draft=draft,
+            issues=issues or "(no detail)",
+        )
+    return [SystemMessage(system_prompt), HumanMessage(human)]
+
+
+def _fenced(path: str, content: str, prompt: str) -> str:
+    content = content if content.endswith("\n") or not content else content + "\n"
+    return render(prompt, path=path, language=fence_language(path), content=content)
+
+
+def _issue_line(issue: Mapping[str, Any]) -> str:
+    """One issue as a line the model reads: where, what shows it, what to change."""
+    where = f" at {issue['location']}" if issue.get("location") else ""
+    line = f"- {issue.get('severity', 'issue')}{where}: {issue.get('evidence', '')}"
+    return line + (f" Suggestion: {issue['suggestion']}" if issue.get("suggestion") else "")
+
+
+def no_tool_call_reminder(path: str, *, direct: bool = False) -> HumanMessage:
+    """Seed 002: say exactly what is missing, once, rather than "not produced" later (a
+    draft asked directly was asked for a fence, not a tool call)."""
+    if direct:
+        return HumanMessage(render("subagent_no_fence", path=path))
     return HumanMessage(render("subagent_no_tool_call", path=path, tool="write_file"))
 
 

@@ -3,7 +3,8 @@ results, until the model stops calling tools or the turns run out.
 
 The artifact is what the conversation wrote. A draft that wrote nothing is told once which
 tool and path to use; one whose module left functions without a body is told once to
-implement them. Every call is summarised into the trajectory.
+implement them. An answer that is the artifact in a code fence ends the draft. Every call
+is summarised into the trajectory.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agent.controller.records import StepRecords
 from agent.controller.replay import ModelReplay
 from agent.controller.sources import CitationSources
 from agent.controller.stubs import unimplemented_functions
-from agent.controller.text_recovery import recover_text_calls
+from agent.controller.text_recovery import Recovered, recover_text_calls
 from agent.errors import describe, is_context_overflow
 from agent.limits import MAX_TOOL_TURNS
 from agent.models.factory import Metered, model_key
@@ -33,10 +34,14 @@ class Draft:
     """One draft's bookkeeping: its revision, and whether it has written the artifact yet
     (a revision starts with the earlier draft's file, which does not count)."""
 
-    def __init__(self, workspace: Workspace, path: str, revision: int) -> None:
+    def __init__(
+        self, workspace: Workspace, path: str, revision: int, *, direct: bool = False
+    ) -> None:
         self.workspace = workspace
         self.path = path
         self.revision = revision
+        self.direct = direct
+        """Asked directly: for the artifact in a fence, not for tool calls."""
         self.start = workspace.written.get(path)  # the artifact's last write, by identity
         self.rewrite_asked = False
         """Asked to implement functions left without a body: a fenced module in the answer
@@ -76,6 +81,10 @@ class ToolLoop:
         self.max_turns = max_turns
         self.tool_calling = tool_calling
 
+    def binds(self) -> bool:
+        """Whether the model's next call will be given the tools as schemas."""
+        return TOOL_CALLING.binds(self.tool_calling, self.model_key)
+
     async def run(
         self, messages: list[BaseMessage], draft: Draft, metadata: dict[str, Any]
     ) -> None:
@@ -84,10 +93,10 @@ class ToolLoop:
         nudged = stubbed = False
         self.caller.new_draft()
         for turn in range(self.max_turns):
-            native = TOOL_CALLING.binds(self.tool_calling, self.model_key)
+            native = self.binds()
             bound = list(self.tools.values()) if native else []  # else described in text
             answer = await self._answer(messages, bound, metadata)
-            answer, from_text = recover_text_calls(
+            answer, recovered = recover_text_calls(
                 answer,
                 self.tools,
                 path=draft.path,
@@ -95,17 +104,21 @@ class ToolLoop:
                 fence_counts=not draft.wrote() or draft.rewrite_asked,
             )
             if answer.tool_calls:
-                TOOL_CALLING.record(self.model_key, native=not from_text)
+                TOOL_CALLING.record(self.model_key, native=not recovered)
             messages.append(answer)
             if answer.tool_calls or answer.invalid_tool_calls:
-                messages.extend(await self._results(answer, from_text=from_text))
-            elif not stubbed and (reminder := self._unimplemented(draft)):
+                messages.extend(await self._results(answer, from_text=bool(recovered)))
+                # the file in a fence *is* the answer: asking again for "one short line"
+                # would be a whole call carrying the file, for nothing
+                if recovered is not Recovered.FENCE:
+                    continue
+            if not stubbed and (reminder := self._unimplemented(draft)):
                 messages.append(reminder)
                 stubbed = True
             elif nudged or draft.wrote():
                 break
             else:
-                messages.append(no_tool_call_reminder(draft.path))
+                messages.append(no_tool_call_reminder(draft.path, direct=draft.direct))
                 self.records.event("no_tool_call", observation=f"reminded to write {draft.path}")
                 nudged = True
 

@@ -19,7 +19,12 @@ from langgraph.errors import GraphBubbleUp
 
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
-from agent.controller.prompting import readable_inputs, task_messages
+from agent.controller.prompting import (
+    direct_inputs,
+    direct_messages,
+    readable_inputs,
+    task_messages,
+)
 from agent.controller.records import StepRecords, StepRun
 from agent.controller.replay import ModelReplay
 from agent.controller.revise import LoopConfig, arevise_loop
@@ -66,6 +71,7 @@ class StepWorker:
             "expected_output": step["expected_output"],
             "instructions": step["instructions"],
         }
+        self.extra_tools = bool(extra_tools)
         self.workspace = Workspace(
             inputs, writable=[step["expected_output"]], scratch=scratch_prefix(self.step_id)
         )
@@ -100,18 +106,36 @@ class StepWorker:
         inputs = readable_inputs(self.workspace)
         return {**self.metadata, "revision": self.revision, "inputs": inputs}
 
+    def direct_inputs(self) -> dict[str, str] | None:
+        """The files a direct prompt carries, or None when this step needs its tools."""
+        return direct_inputs(self.step, self.workspace, extra_tools=self.extra_tools)
+
     async def agenerate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
-        """One draft: a bounded tool-calling conversation; the artifact is what it wrote."""
+        """One draft: a bounded tool-calling conversation; the artifact is what it wrote.
+        Without tool schemas, a step that needs no tool is asked directly (its inputs in
+        the prompt, the artifact in a fence: :mod:`agent.controller.prompting`)."""
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
-        messages = task_messages(
-            self.step,
-            goal=self.goal,
-            system_prompt=self.system_prompt,
-            inputs=readable_inputs(self.workspace),
-            feedback=feedback,
-        )
-        draft = Draft(self.workspace, self.step["expected_output"], self.revision)
+        direct = None if self.tool_loop.binds() else self.direct_inputs()
+        path = self.step["expected_output"]
+        draft = Draft(self.workspace, path, self.revision, direct=direct is not None)
+        if direct is not None:
+            messages = direct_messages(
+                self.step,
+                goal=self.goal,
+                system_prompt=self.system_prompt,
+                files=direct,
+                draft=draft.artifact(),
+                feedback=feedback,
+            )
+        else:
+            messages = task_messages(
+                self.step,
+                goal=self.goal,
+                system_prompt=self.system_prompt,
+                inputs=readable_inputs(self.workspace),
+                feedback=feedback,
+            )
         await self.tool_loop.run(messages, draft, self.call_metadata())
         return draft.artifact(), self.model.tokens - before
 

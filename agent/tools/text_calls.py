@@ -121,20 +121,20 @@ def _loose_writes(text: str) -> Iterator[dict[str, Any]]:
 
 
 _FENCED = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*\r?\n(.*?)\r?\n?```", re.S)
-_LANGUAGES = {
-    ".py": {"python", "py", "python3"},
-    ".md": {"markdown", "md"},
-    ".json": {"json"},
-    ".sql": {"sql"},
-    ".js": {"javascript", "js"},
-    ".ts": {"typescript", "ts"},
-    ".sh": {"bash", "sh", "shell"},
-    ".yaml": {"yaml", "yml"},
-    ".yml": {"yaml", "yml"},
-    ".toml": {"toml"},
-    ".html": {"html"},
-    ".csv": {"csv"},
-    ".txt": {"text", "txt"},
+_LANGUAGES = {  # the fence tags of a file's suffix, the one to write first
+    ".py": ("python", "py", "python3"),
+    ".md": ("markdown", "md"),
+    ".json": ("json",),
+    ".sql": ("sql",),
+    ".js": ("javascript", "js"),
+    ".ts": ("typescript", "ts"),
+    ".sh": ("bash", "sh", "shell"),
+    ".yaml": ("yaml", "yml"),
+    ".yml": ("yaml", "yml"),
+    ".toml": ("toml",),
+    ".html": ("html",),
+    ".csv": ("csv",),
+    ".txt": ("text", "txt"),
 }
 
 
@@ -146,8 +146,7 @@ def fenced_file(text: str, path: str) -> str | None:
     than one (which one would be the file is a guess)."""
     if not isinstance(text, str) or "```" not in text:
         return None
-    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-    accepted = _LANGUAGES.get(suffix, set()) | {""}
+    accepted = {*_LANGUAGES.get(_suffix(path), ()), ""}
     blocks = [
         body
         for tag, body in _FENCED.findall(text[:MAX_TEXT])
@@ -156,6 +155,16 @@ def fenced_file(text: str, path: str) -> str | None:
     if len(blocks) != 1:
         return None
     return blocks[0] if blocks[0].endswith("\n") else blocks[0] + "\n"
+
+
+def fence_language(path: str) -> str:
+    """The tag to fence the file ``path`` with ("" when its suffix has none)."""
+    return next(iter(_LANGUAGES.get(_suffix(path), ())), "")
+
+
+def _suffix(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
 def _from_value(value: Any, names: set[str], depth: int) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -39,7 +39,7 @@ FAIL_THEN_PATCH = [
 ]
 
 
-def worker(responses, *, step=STEP, inputs=None, max_revisions=2, judge=None):
+def worker(responses, *, step=STEP, inputs=None, max_revisions=2, judge=None, **options):
     model = ScriptedChatModel(responses)
     return StepWorker(
         step=step,
@@ -50,6 +50,7 @@ def worker(responses, *, step=STEP, inputs=None, max_revisions=2, judge=None):
         model=Metered(model, "coder", "function_calling"),
         judge=judge,
         loop_config=LoopConfig(max_revisions=max_revisions),
+        **options,
     ), model
 
 
@@ -274,13 +275,12 @@ def test_a_model_that_never_calls_a_tool_is_reminded_once_per_draft_not_forever(
 
 def test_a_revision_answered_with_the_file_in_a_fence_replaces_the_draft():
     responses = [
-        "```\nnope\n```",  # the first draft, as a fence (the whole file)
-        "done",
+        "```\nnope\n```",  # the first draft, as a fence (the whole file): its answer
         "Fixed:\n```\nOK\n```",  # the revision, as a fence too: it is this draft's file
-        "done",
     ]
-    w, _ = worker(responses)
+    w, model = worker(responses)
     run = execute(w)
+    assert len(model.calls) == 2  # one call per draft: no "one short line" after a fence
     entry = run.files["out.txt"]
     assert entry["content"] == "OK\n" and entry["status"] == "done" and entry["rounds"] == 1
     writes = [e for e in run.trajectory if e["action"] == "write_file"]
@@ -326,3 +326,101 @@ def test_the_reminder_is_not_repeated_when_the_rewrite_is_still_a_stub():
     )
     draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == STUB and len(model.calls) == 4  # one reminder, then the draft stands
+
+
+def test_a_draft_answered_with_the_file_in_a_fence_ends_with_that_answer():
+    w, model = worker(["Here:\n```\nOK\n```"])
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == "OK\n" and len(model.calls) == 1
+    (write,) = [e for e in w.records.run.trajectory if e["action"] == "write_file"]
+    assert write["ok"] is True and write["parsed_from_text"] is True
+
+
+def test_a_fenced_stub_is_still_reminded_once_and_the_fenced_rewrite_ends_the_draft():
+    w, model = worker([f"```python\n{STUB}```", f"```python\n{FULL}```"], step=CODE_STEP)
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == FULL and len(model.calls) == 2
+    assert prompt_values("subagent_unimplemented", str(model.calls[1][-1].content))
+
+
+def test_a_tool_call_written_as_text_still_gets_its_result_and_another_turn():
+    written = '{"name": "write_file", "arguments": {"path": "out.txt", "content": "OK"}}'
+    w, model = worker([written, "done"])
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == "OK" and len(model.calls) == 2
+    assert isinstance(model.calls[1][-1], ToolMessage)
+
+
+# --- a step asked directly: no tool schemas, its small inputs in the prompt ---------------
+
+
+def direct_prompt(model, call=0):
+    return prompt_values("subagent_direct", str(model.calls[call][-1].content))
+
+
+def test_without_tool_schemas_a_small_step_is_asked_directly_with_its_inputs_inlined():
+    w, model = worker(["```\nOK\n```"], inputs={"notes.md": "say OK"}, tool_calling="text")
+    run = execute(w)
+    assert run.files["out.txt"]["status"] == "done" and len(model.calls) == 1
+    values = direct_prompt(model)
+    assert values is not None and values["expected_output"] == "out.txt"
+    assert "notes.md" in values["files"] and "say OK" in values["files"]
+    assert prompt_values("subagent_task", str(model.calls[0][-1].content)) is None
+
+
+def test_with_tool_schemas_bound_the_step_is_asked_through_its_tools():
+    w, model = worker(
+        [tool_call("write_file", path="out.txt", content="OK"), "done"],
+        inputs={"notes.md": "say OK"},
+        tool_calling="native",
+    )
+    execute(w)
+    assert direct_prompt(model) is None
+    assert prompt_values("subagent_task", str(model.calls[0][-1].content))
+
+
+@pytest.mark.parametrize(
+    ("inputs", "step", "extra"),
+    [
+        ({"big.txt": "x" * 20_000}, STEP, False),
+        ({f"f{i}.md": "x" for i in range(9)}, STEP, False),
+        ({}, {**STEP, "done_when": {"kind": "citations", "min": 1}}, False),
+        ({}, STEP, True),
+    ],
+    ids=["large input", "many inputs", "citations check", "extra tools"],
+)
+def test_a_step_that_needs_its_tools_keeps_the_tool_path_without_schemas(inputs, step, extra):
+    from langchain_core.tools import tool
+
+    @tool
+    def search(query: str) -> str:
+        """Search."""
+        return "nothing"
+
+    w, model = worker(
+        [tool_call("write_file", path="out.txt", content="OK"), "done"],
+        step=step,
+        inputs=inputs,
+        tool_calling="text",
+        extra_tools=[search] if extra else None,
+    )
+    assert w.direct_inputs() is None
+    asyncio.run(w.agenerate("task", None))
+    assert prompt_values("subagent_task", str(model.calls[0][-1].content))
+
+
+def test_a_direct_revision_shows_the_draft_and_its_evidence_and_takes_the_whole_file():
+    w, model = worker(["```\nnope\n```", "Fixed:\n```\nOK\n```"], tool_calling="text")
+    run = execute(w)
+    assert run.files["out.txt"]["content"] == "OK\n" and run.files["out.txt"]["rounds"] == 1
+    values = prompt_values("subagent_direct_revision", str(model.calls[1][-1].content))
+    assert values is not None and values["draft"] == "nope\n"
+    assert "lacks" in values["issues"] and "out.txt" not in values["files"]
+    assert len(model.calls) == 2
+
+
+def test_a_direct_draft_without_a_fence_is_reminded_to_reply_with_one():
+    w, model = worker(["I would write OK.", "```\nOK\n```"], tool_calling="text")
+    draft, _ = asyncio.run(w.agenerate("task", None))
+    assert draft == "OK\n" and len(model.calls) == 2
+    assert prompt_values("subagent_no_fence", str(model.calls[1][-1].content))
