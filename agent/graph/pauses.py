@@ -61,23 +61,27 @@ def invalid_plan(errors: list[str]) -> rules.Decision:
 
 def unknown_error(role: str, evidence: str) -> rules.Decision:
     """A model error of no known class: keep the evidence and ask a human whether to retry."""
-    return rules.Decision(
-        Decision.ESCALATE,
-        evidence,
-        forced=True,
-        counts_depth=False,
-        stop_reason=StopReason.UNKNOWN_ERROR,
-        question=f"The {role} model failed with an unexpected error "
-        f"({quote_data('error', evidence, 300)}). Retry?",
-        suggested_responses=["retry", "stop here"],
-    )
+    shown = quote_data("error", evidence, 300)
+    question = f"The {role} model failed with an unexpected error ({shown}). Retry?"
+    return _retry_model(role, evidence, StopReason.UNKNOWN_ERROR, question)
 
 
 def model_unavailable(role: str, evidence: str) -> rules.Decision:
     """A model that kept failing with transient errors through every retry: the thread
-    pauses with the error in the chat, and a human retries once the provider is back. A
-    retry of reflection continues the turn (nothing is planned again); one of the planner
-    is its answer, so the planner is asked again."""
+    pauses with the error in the chat, and a human retries once the provider is back."""
+    shown = quote_data("error", evidence, 300)
+    question = (
+        f"The {role} model kept failing after every retry ({shown}); the provider may be "
+        "down or rate-limited. Retry once it is back?"
+    )
+    return _retry_model(role, evidence, StopReason.MODEL_UNAVAILABLE, question)
+
+
+def _retry_model(
+    role: str, evidence: str, stop_reason: StopReason, question: str
+) -> rules.Decision:
+    """Pause on a model that failed, offering a retry: of reflection, the turn continues
+    (nothing is planned again); of the planner, "retry" is its answer, so it is asked again."""
     retry: str | dict[str, Any] = "retry"
     if role == "reflection":
         retry = {"label": "retry", "value": {"action": "continue"}}
@@ -86,10 +90,8 @@ def model_unavailable(role: str, evidence: str) -> rules.Decision:
         evidence,
         forced=True,
         counts_depth=False,
-        stop_reason=StopReason.MODEL_UNAVAILABLE,
-        question=f"The {role} model kept failing after every retry "
-        f"({quote_data('error', evidence, 300)}); the provider may be down or rate-limited. "
-        "Retry once it is back?",
+        stop_reason=stop_reason,
+        question=question,
         suggested_responses=[retry, "stop here"],
     )
 
