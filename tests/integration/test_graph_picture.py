@@ -5,10 +5,19 @@ graph draws (issue 24: the graph was hand-drawn, and drifted). Regenerate it wit
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 from agent import build_graph
 from tests.langgraph_server import ROOT
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def mermaid_blocks(text: str) -> list[str]:
@@ -38,3 +47,20 @@ def test_the_picture_shows_every_node_and_every_route():
     for edge in graph.edges:
         arrow = "-.->" if edge.conditional else "-->"
         assert f"{edge.source} {arrow} {edge.target};" in block, edge
+
+
+def test_the_png_was_drawn_from_the_compiled_graph():
+    """docs/images/graph.png keeps the sha256 of the Mermaid text it was drawn from; a
+    picture drawn before the graph changed is stale (redraw: bench/graph_picture.py)."""
+    picture = _bench("graph_picture")
+    png = (ROOT / "docs" / "images" / "graph.png").read_bytes()
+    drawn_from = picture.text_chunks(png).get(picture.KEY, b"").decode()
+    assert drawn_from == picture.source_digest(build_graph().get_graph().draw_mermaid())
+
+
+def test_the_png_stamp_is_read_back_and_a_changed_graph_is_told_apart():
+    picture = _bench("graph_picture")
+    png = (ROOT / "docs" / "images" / "graph.png").read_bytes()
+    stamped = picture.with_text_chunk(png, b"probe", "x")
+    assert picture.text_chunks(stamped)[b"probe"] == b"x"
+    assert picture.source_digest("graph TD;\n a --> b") != picture.source_digest("graph TD;")
