@@ -102,20 +102,23 @@ def direct_messages(
         human = render("subagent_direct", **values)
     else:
         issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))
-        draft = draft if draft.endswith("\n") or not draft else draft + "\n"
         human = render(
             "subagent_direct_revision",
             **values,
             language=fence_language(path),
-            draft=draft,
+            draft=_as_lines(draft),
             issues=issues or "(no detail)",
         )
     return [SystemMessage(system_prompt), HumanMessage(human)]
 
 
+def _as_lines(text: str) -> str:
+    """``text`` ending with a newline (unless empty), so the fence that follows closes."""
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
 def _fenced(path: str, content: str, prompt: str) -> str:
-    content = content if content.endswith("\n") or not content else content + "\n"
-    return render(prompt, path=path, language=fence_language(path), content=content)
+    return render(prompt, path=path, language=fence_language(path), content=_as_lines(content))
 
 
 def _issue_line(issue: Mapping[str, Any]) -> str:
@@ -126,8 +129,8 @@ def _issue_line(issue: Mapping[str, Any]) -> str:
 
 
 def no_tool_call_reminder(path: str, *, direct: bool = False) -> HumanMessage:
-    """Seed 002: say exactly what is missing, once, rather than "not produced" later (a
-    draft asked directly was asked for a fence, not a tool call)."""
+    """Say exactly what is missing, once, rather than "not produced" later (a draft asked
+    directly was asked for a fence, not a tool call)."""
     if direct:
         return HumanMessage(render("subagent_no_fence", path=path))
     return HumanMessage(render("subagent_no_tool_call", path=path, tool="write_file"))

@@ -51,8 +51,8 @@ class LoopConfig:
     """Bounds of one revise loop.
 
     There is no score threshold: the loop passes when no blocking issue is left
-    (docs/architecture.md).
-    Seed 002 warns that a score is a heuristic ("0.81 on a broken SQL query is still broken").
+    (docs/architecture.md): a score is a heuristic ("0.81 on a broken SQL query is still
+    broken").
     """
 
     max_revisions: int = MAX_REVISIONS

@@ -1,7 +1,7 @@
 """Does reflection help? Each task with reflection off and on, and the critic's precision.
 
-**Reflection off/on** (seed 003, "Measuring whether reflection helps"). Each task runs once
-through the agent's own revise loop, ``revise_loop(..., LoopConfig(max_revisions=N))``,
+**Reflection off/on** ("Measuring whether reflection helps", docs/architecture.md). Each task
+runs once through the agent's own revise loop, ``revise_loop(..., LoopConfig(max_revisions=N))``,
 whose generator is the subagent's drafting (``StepWorker.agenerate``: the coder prompt, the
 VFS tools, patch or rewrite from the feedback). Reflection *off* is ``max_revisions=0``, which
 returns the first draft unchanged; so the off result is the first draft of the same run,

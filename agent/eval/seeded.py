@@ -1,6 +1,6 @@
 """Seeded errors: do the checks (and the critic) catch an error planted in a right answer?
 
-Seed 003, "What to do next" item 5. Each task's reference (HumanEval's
+(The design documents' "What to do next", docs/architecture.md.) Each task's reference (HumanEval's
 ``canonical_solution``) gets one mutant per mutation operator (``agent.eval.mutations``).
 The reference and every mutant go through the grading check (with a short timeout: a mutant
 that loops forever is caught by the timeout) and, with a critic model, through
