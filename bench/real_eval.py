@@ -127,6 +127,8 @@ def eval_command(args: argparse.Namespace, critic: bool) -> list[str]:
     ]
     limit = args.critic_limit if critic and args.critic_limit else args.limit
     cmd += ["--rounds", str(args.rounds), "--limit", str(limit), "--workers", "1"]
+    # one slot on a shared CPU: a request may wait behind a long one (120 s lost two problems)
+    cmd += ["--request-timeout", "600"]
     if critic:
         cmd += ["--critic", model]
     return [*cmd, "--json"]

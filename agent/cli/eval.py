@@ -34,6 +34,12 @@ def add_parser(sub: Any) -> None:
         help="sampling temperature of the models (default 0: greedy, as published pass@1 is "
         "measured; a local server's own default is often 0.8)",
     )
+    ev.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="S",
+        help="seconds one model request may take (default 120; a loaded CPU server needs more)",
+    )
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
     ev.set_defaults(handler=cmd_eval)
 
@@ -51,6 +57,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
             seeded_errors=args.seeded_errors,
             timeout_s=args.timeout,
             temperature=args.temperature,
+            request_timeout_s=args.request_timeout,
             progress=progress,
         )
     if args.json:

@@ -29,6 +29,7 @@ def evaluate(
     seed: int = 0,
     timeout_s: float = SEEDED_TIMEOUT_S,
     temperature: float | None = 0.0,
+    request_timeout_s: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Load the dataset and models (ConfigError when unusable), then run one evaluation.
@@ -37,12 +38,20 @@ def evaluate(
     reflection comparison needs ``model``; ``critic`` adds a model critic to the loop.
     ``temperature``: what models built from a ``provider:name`` sample with (0, greedy, as
     published pass@1 figures are measured; None: the provider's default, which for a local
-    server is often 0.8).
+    server is often 0.8). ``request_timeout_s``: seconds one model request may take (None:
+    the provider default, 120 s; a loaded CPU server needs more).
     """
-    _check_options(model, seeded_errors=seeded_errors, rounds=rounds, timeout_s=timeout_s)
-    generator = _sampling(model, "coder", temperature) if model is not None else None
+    _check_options(
+        model,
+        seeded_errors=seeded_errors,
+        rounds=rounds,
+        timeout_s=timeout_s,
+        request_timeout_s=request_timeout_s,
+    )
+    sampling = {"temperature": temperature, "timeout": request_timeout_s}
+    generator = _sampling(model, "coder", **sampling) if model is not None else None
     critic_spec = critic if critic is not None else (model if seeded_errors else None)
-    judge = _sampling(critic_spec, JUDGE, temperature) if critic_spec is not None else None
+    judge = _sampling(critic_spec, JUDGE, **sampling) if critic_spec is not None else None
     tasks = load_dataset(dataset, limit=limit)
     labels = {"dataset": dataset, "model": _name(model), "critic": _name(critic_spec)}
     if seeded_errors:
@@ -68,10 +77,12 @@ def evaluate(
     )
 
 
-def _sampling(spec: str | BaseChatModel, role: str, temperature: float | None) -> BaseChatModel:
-    """The model of ``spec``; one built here from a string samples at ``temperature`` (a
-    model object passed in is used as it is)."""
-    model = load_model(spec, role)
+def _sampling(
+    spec: str | BaseChatModel, role: str, *, temperature: float | None, timeout: float | None
+) -> BaseChatModel:
+    """The model of ``spec``; one built here from a string samples at ``temperature`` and
+    waits ``timeout`` seconds per request (a model object passed in is used as it is)."""
+    model = load_model(spec, role, timeout=timeout)
     if (
         isinstance(spec, str)
         and temperature is not None
@@ -82,7 +93,12 @@ def _sampling(spec: str | BaseChatModel, role: str, temperature: float | None) -
 
 
 def _check_options(
-    model: str | BaseChatModel | None, *, seeded_errors: bool, rounds: int, timeout_s: float
+    model: str | BaseChatModel | None,
+    *,
+    seeded_errors: bool,
+    rounds: int,
+    timeout_s: float,
+    request_timeout_s: float | None = None,
 ) -> None:
     """Refuse what cannot run before a model or a dataset is loaded."""
     if rounds < 0:
@@ -90,6 +106,9 @@ def _check_options(
         raise ConfigError(msg)
     if timeout_s <= 0:
         msg = f"--timeout must be positive, not {timeout_s}"
+        raise ConfigError(msg)
+    if request_timeout_s is not None and request_timeout_s <= 0:
+        msg = f"--request-timeout must be positive, not {request_timeout_s}"
         raise ConfigError(msg)
     if not seeded_errors and model is None:
         msg = "eval needs --model provider:name (e.g. openai:gpt-4.1-mini), or --seeded-errors"

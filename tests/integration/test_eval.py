@@ -298,6 +298,28 @@ def test_eval_command_needs_a_usable_model_or_seeded_errors(monkeypatch, capsys)
     assert "neither 'humaneval' nor a JSONL file" in capsys.readouterr().err
 
 
+def test_a_request_timeout_reaches_the_models_and_a_bad_one_is_refused(monkeypatch, capsys):
+    from agent.eval import entry
+
+    built = []
+
+    def fake_run(tasks, generator, **kw):
+        built.append((generator, kw["critic"]))
+        return {"tasks": []}
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setattr(entry, "run_reflection_eval", fake_run)
+    entry.evaluate(
+        str(SAMPLE), model="openai:m", critic="openai:c", request_timeout_s=600.0, limit=1
+    )
+    ((generator, critic),) = built
+    assert generator.request_timeout == 600.0 and critic.request_timeout == 600.0
+    assert generator.temperature == 0.0
+    args = ["eval", "--dataset", str(SAMPLE), "--model", "openai:m", "--request-timeout", "0"]
+    assert main(args) == 2
+    assert "--request-timeout must be positive" in capsys.readouterr().err
+
+
 def test_eval_command_prints_a_table(capsys):
     assert main(["eval", "--dataset", str(SAMPLE), "--seeded-errors", "--limit", "2"]) == 0
     out = capsys.readouterr().out
