@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import goal_checks
+
 ROOT = Path(__file__).resolve().parents[1]
 GOALS_DIR = Path(__file__).with_name("goals")
 GIVEN = "given/"
@@ -271,6 +273,7 @@ def run_goal(
         "tokens": tokens,
         "wall_s": round(wall, 1),
         "thread_id": thread,
+        "checks": goal_checks.thread_checks(db, thread, goal.artifacts),
     }
 
 
@@ -377,14 +380,15 @@ def _cell(value: Any) -> str:
 
 
 def table(rows: Sequence[Mapping[str, Any]], plain: Mapping[str, Mapping[str, Any]]) -> str:
-    head = ["goal", "status", "stop reason", "grader", "false success", "rounds", "model calls",
-            "tokens", "wall s", "plain", "plain tokens"]  # fmt: skip
+    head = ["goal", "status", "stop reason", "grader", "false success", "its checks", "rounds",
+            "model calls", "tokens", "wall s", "plain", "plain tokens"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         p = plain.get(r["goal"])
         cells = [
             r["goal"], str(r["status"]), _cell(r["stop_reason"]),
             "pass" if r["passed"] else "fail", "**yes**" if r["false_success"] else "no",
+            goal_checks.cell(r["checks"]).replace("|", "/") if "checks" in r else "-",
             str(r["rounds"]), str(r["model_calls"]), str(r["tokens"]), str(r["wall_s"]),
             "-" if p is None else ("pass" if p["passed"] else "fail"),
             "-" if p is None else str(p.get("tokens", "-")),
@@ -396,6 +400,7 @@ def table(rows: Sequence[Mapping[str, Any]], plain: Mapping[str, Mapping[str, An
     lines.append("")
     lines.append(f"deepreflect: {solved}/{len(rows)} graded correct, {false} false successes"
                  + (f"; plain model: {plain_solved}/{len(plain)}" if plain else ""))  # fmt: skip
+    lines.extend(goal_checks.summary_lines(rows))
     return "\n".join(lines)
 
 
@@ -413,6 +418,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "the goal's name (a scripted tier: scripted:goal-{goal})",
     )
     which.add_argument("--serve", choices=["0.5b", "1.5b"], help="start llama.cpp with this model")
+    which.add_argument(
+        "--report",
+        metavar="DIR",
+        help="print the table of a finished run kept in DIR (its goals.json), with each "
+        "goal's checks read again from its threads database",
+    )
     parser.add_argument("--goal", action="append", default=[], help="only this goal (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     parser.add_argument("--out", help="keep every goal's workspace here (default: a temp dir)")
@@ -443,11 +454,29 @@ def serving(args: argparse.Namespace, out: Path) -> Iterator[tuple[str, dict[str
         env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
         env["OPENAI_API_KEY"] = "local-llama-server"
         env["NO_PROXY"] = "127.0.0.1,localhost"
+        # one slot on a CPU: a 3,000-token planner prompt alone takes ~110 s at 27 tokens/s
+        env.setdefault("DEEPREFLECT_REQUEST_TIMEOUT_S", "600")
         yield f"openai:{real_eval.SERVED_NAME[args.serve]}", env
+
+
+def report_again(folder: Path, as_json: bool) -> int:
+    """The table of a kept run, its checks read from the threads databases (a run made
+    before the table had them gets them too)."""
+    report = json.loads((folder / "goals.json").read_text(encoding="utf-8"))
+    goals = {g.name: g for g in load_goals()}
+    for row in report["goals"]:
+        artifacts = goals[row["goal"]].artifacts if row["goal"] in goals else []
+        db = folder / row["goal"] / "threads.sqlite"
+        row["checks"] = goal_checks.thread_checks(db, row.get("thread_id"), artifacts)
+    rows, plain = report["goals"], report.get("plain") or {}
+    print(json.dumps(report, indent=1) if as_json else table(rows, plain))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        return report_again(Path(args.report), args.json)
     goals = load_goals(args.goal)
     out = Path(args.out or tempfile.mkdtemp(prefix="deepreflect-goals-"))
     out.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ _spec = importlib.util.spec_from_file_location("goals_bench", ROOT / "bench" / "
 assert _spec is not None and _spec.loader is not None
 goals = sys.modules["goals_bench"] = importlib.util.module_from_spec(_spec)  # for dataclasses
 _spec.loader.exec_module(goals)
+import goal_checks  # noqa: E402 - bench/ is on the path only from here
 
 SOLVER = f"{sys.executable} {ROOT / 'tests' / 'goal_solver.py'}"
 GOALS = {g.name: g for g in goals.load_goals()}
@@ -229,6 +230,42 @@ def test_a_wrong_artifact_the_run_calls_done_is_a_false_success(
     row = _suite(tmp_path, "function")["function"]
     assert row["status"] == "success"
     assert not row["passed"] and row["false_success"]
+    # the product's own check approved it: a miss of the critic, read from the thread
+    (verdict,) = row["checks"]["artifacts"].values()
+    assert verdict is not None and verdict["passed"]
+    critic = goal_checks.summary([row])["all"]
+    assert critic["misses"] == 1 and critic["recall"] == 0.0 and critic["precision"] is None
+    # a kept run's table is printed again with the checks read back from its database
+    printed = goals.report_again(tmp_path, as_json=False)
+    assert printed == 0
+
+
+def _row(passed: bool, *verdicts: tuple[str, bool] | None) -> dict[str, Any]:
+    artifacts = {f"f{i}": None if v is None else {"kind": v[0], "passed": v[1]}
+                 for i, v in enumerate(verdicts)}  # fmt: skip
+    return {"passed": passed, "checks": {"artifacts": artifacts, "judge_calls": 1}}
+
+
+def test_the_critic_is_scored_against_the_grader_per_deciding_family() -> None:
+    rows = [
+        _row(True, ("pytest", True)),  # approved, right
+        _row(False, ("pytest", False)),  # flagged, right
+        _row(True, ("pytest", True), ("rubric", False)),  # flagged by the judge, wrongly
+        _row(False, ("non_empty", True)),  # approved though failing: a miss
+        _row(False, ("pytest", True), None),  # an artifact never checked: flagged, right
+    ]
+    s = goal_checks.summary(rows)
+    assert s["all"] == {
+        "goals": 5, "flags": 3, "right_flags": 2, "failing_goals": 3, "misses": 1,
+        "precision": 0.67, "recall": 0.67,
+    }  # fmt: skip
+    assert s["by_family"]["model judge"]["flags"] == 1
+    assert s["by_family"]["model judge"]["precision"] == 0.0
+    assert s["by_family"]["presence"]["misses"] == 1
+    assert s["by_family"]["program"]["goals"] == 3
+    assert s["judge_calls"] == 5
+    assert goal_checks.cell(rows[2]["checks"]) == "f0: pytest pass; f1: rubric fail"
+    assert not goal_checks.approved({"artifacts": {}})  # nothing to approve is no approval
 
 
 def test_a_pause_of_a_goal_that_needs_no_answer_is_a_stop(tmp_path: Path) -> None:
