@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
+from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
@@ -70,6 +70,7 @@ async def ask_planner(
                 max_steps=max_plan_steps,
                 databases=databases,
                 files=tuple(p for p in files if not is_scratch(p)),
+                asked=named_files(str(state.get("goal", ""))),
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
@@ -140,8 +141,6 @@ def _retry_prompt(
     )
 
 
-# a relative file name in the goal's text, not the tail of an absolute or climbing path
-_NAMED_FILE = re.compile(r"(?<![\w./\\~-])[A-Za-z0-9_][\w./-]*\.[A-Za-z0-9]{1,8}\b")
 DEFAULT_EXAMPLE_OUTPUT = "answer.md"
 _PROSE = (".md", ".txt", ".rst", "")  # outputs a writer writes; any other a coder
 
@@ -152,7 +151,7 @@ def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft |
     ``answer.md``), with an action the draft used when it is registered."""
     used = [s.action for s in draft.steps] if draft is not None else []
     named = [s.expected_output for s in draft.steps] if draft is not None else []
-    named += _NAMED_FILE.findall(goal)
+    named += named_files(goal)
     output = next((p for p in named if _artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
     role = "writer" if posixpath.splitext(output)[1] in _PROSE else "coder"
     fallback = role if role in registry else next(iter(registry), role)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent.plan.needs import depend_on_checked_files, needed_steps
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import PlanDraft, Step, dependency_cycle
 from agent.vfs.entries import is_scratch
@@ -122,10 +123,13 @@ def parse_plan(
     max_steps: int,
     databases: Collection[str] = (),
     files: Collection[str] = (),
+    asked: Collection[str] = (),
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
-    Steps that write the same file are merged first where that is safe
-    (:func:`merge_same_outputs`). ``databases``: the names of the databases the user
+    Repaired first, where that is safe: steps that write the same file are merged
+    (:func:`merge_same_outputs`), a step depends on the steps writing the files its check
+    names, and only the steps that the files the goal names (``asked``) need are kept
+    (:mod:`agent.plan.needs`). ``databases``: the names of the databases the user
     declared; ``files``: the paths already in the thread (``plan_errors``)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
@@ -142,7 +146,7 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
-    steps = merge_same_outputs(steps)
+    steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files
     )

@@ -268,11 +268,18 @@ def test_a_plan_may_name_a_declared_database_or_a_dependency_output():
         assert errors == [] and steps is not None
 
 
-def test_a_plan_naming_an_output_its_step_does_not_depend_on_is_refused():
+def test_a_plan_naming_an_output_its_step_does_not_depend_on_gets_the_dependency():
     steps, errors = parse_plan(
         plan_with_sql("data/rows.sql", deps=()), actions=ACTIONS, max_steps=5
     )
+    assert errors == [] and steps is not None
+    assert steps[1].depends_on == [steps[0].step_id]
 
+
+def test_a_plan_naming_a_database_nothing_writes_or_declares_is_refused():
+    steps, errors = parse_plan(
+        plan_with_sql("data/other.sql", deps=()), actions=ACTIONS, max_steps=5
+    )
     assert steps is None and "none is declared" in errors[0]
 
 

@@ -13,6 +13,7 @@ from agent.checks import describe_kinds
 from agent.controller.subagents import build_registry
 from agent.models.factory import Metered
 from agent.models.scripted import ScriptedChatModel
+from agent.plan.needs import named_files
 from agent.plan.planner import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step
@@ -129,9 +130,19 @@ def test_advice_lists_the_files_that_exist():
     assert "name a file that exists: src/app.py, tests/test_real.py" in errors[0]
 
 
-def test_advice_names_the_step_that_writes_the_file_when_it_is_not_a_dependency():
+def test_a_check_of_a_file_another_step_writes_makes_its_step_depend_on_that_step():
     plan = [
         step("T", "tests/test_app.py", action="coder"),
+        pytest_step("S1", "app.py", ["tests/test_app.py"]),
+    ]
+    steps, errors = parse(plan)
+    assert errors == [] and steps is not None
+    assert steps[1].depends_on == ["T"] and steps[0].depends_on == []
+
+
+def test_advice_names_the_step_that_writes_the_file_when_depending_on_it_makes_a_cycle():
+    plan = [
+        step("T", "tests/test_app.py", action="coder", deps=("S1",)),
         pytest_step("S1", "app.py", ["tests/test_app.py"]),
     ]
     _, errors = parse(plan)
@@ -246,3 +257,71 @@ def test_another_steps_scratch_file_is_no_thread_file_for_a_check():
     assert outcome.steps is None and "which no step writes" in outcome.errors[0]
     assert "work/S9" not in outcome.errors[0].split("name a file that exists:")[1]
     assert len(model.calls) == 3  # the same plan twice: a third try, shown an example
+
+
+# ------------------------------------------------------------------ what the goal needs
+
+
+def test_files_a_goal_names_are_found_and_numbers_are_not_files():
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5 (v1.2); fix it in stats.py."
+    assert named_files(goal) == ["stats.py"]
+    assert named_files("Write report.md and src/app.py, not /etc/passwd or ../x.txt.") == [
+        "report.md",
+        "src/app.py",
+    ]
+
+
+def test_steps_the_named_file_does_not_need_are_dropped():
+    # the plan the 1.5B made for "Write report.md: ..." (bench/goals, citations): notes,
+    # summary and a critique nobody asked for, none of them read by the report's step
+    plan = [
+        step("S1", "notes", action="researcher"),
+        step("S2", "report.md", action="researcher", check={"kind": "exists"}),
+        step("S3", "summary", action="writer", check={"kind": "exists"}),
+        step("S4", "criticism", action="critic", check={"kind": "exists"}),
+    ]
+    steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, asked=["report.md"])
+    assert errors == [] and ids(steps) == ["S2"]
+
+
+def test_what_the_named_file_reads_checks_against_or_is_read_by_is_kept():
+    plan = [
+        step("T", "tests/test_app.py", action="coder"),
+        step("N", "notes.md", action="researcher"),
+        step("X", "extra.md"),  # connected to nothing the goal asks for
+        pytest_step("A", "app.py", ["tests/test_app.py"], deps=("N",)),
+        step("D", "docs.md", deps=("A",)),  # reads the asked file: documentation of it
+        step("E", "index.md", deps=("D",)),  # through another step
+    ]
+    steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, asked=["app.py"])
+    assert errors == [] and ids(steps) == ["T", "N", "A", "D", "E"]
+    assert steps[2].depends_on == ["N", "T"]
+
+
+def test_a_goal_naming_no_file_the_plan_writes_keeps_the_plan():
+    plan = [step("S1", "notes.md"), step("S2", "summary.md", deps=("S1",)), step("S3", "x.md")]
+    for asked in ([], ["data.csv"]):  # nothing named, or only an input
+        steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, asked=asked)
+        assert errors == [] and ids(steps) == ["S1", "S2", "S3"]
+
+
+def test_the_planner_keeps_only_what_the_goal_asks_for():
+    plan = {
+        "steps": [
+            step("S1", "report.md", action="writer"),
+            step("S2", "summary.md", action="writer"),
+        ]
+    }
+    model = ScriptedChatModel([plan])
+    registry = build_registry()
+    outcome = asyncio.run(
+        ask_planner(
+            Metered(model, "planner", "auto"),
+            {"goal": "Write report.md on vector indexes."},
+            registry,
+            reason="",
+            answer="",
+            max_plan_steps=10,
+        )
+    )
+    assert outcome.errors == [] and [s.step_id for s in outcome.steps] == ["S1"]

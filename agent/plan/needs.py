@@ -1,0 +1,94 @@
+"""What a goal needs of a plan, repaired by code before the plan is validated
+(``agent.plan.validation.parse_plan``).
+
+Small models plan ceremony: "Write report.md" becomes notes, the report, a summary and a
+critique, each a step and a file the user never asked for; and a step whose check reads a
+file another step writes forgets to depend on it. Both are repaired here rather than sent
+back to the model, which repeats them:
+
+- a check that names a file another step writes makes its step depend on that step (when
+  that adds no cycle);
+- when the goal names the files it wants and the plan writes some of them, a step that is
+  not connected to those steps by dependencies (neither read by them nor reading them,
+  directly or through other steps) is dropped: it writes something the goal does not ask
+  for and nothing asked for needs. A step that reads an asked file (documentation of the
+  code, say) stays. A goal that names no file the plan writes is left as planned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from agent.plan.steps import Step, dependency_cycle
+
+__all__ = ["depend_on_checked_files", "named_files", "needed_steps"]
+
+# a relative file name in the goal's text, not the tail of an absolute or climbing path; its
+# extension starts with a letter, so "2.5" or "v1.2" is not a file
+_NAMED_FILE = re.compile(r"(?<![\w./\\~-])[A-Za-z0-9_][\w./-]*\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+
+
+def named_files(goal: str) -> list[str]:
+    """The relative file names a goal's text mentions, in order, once each."""
+    return list(dict.fromkeys(m.rstrip(".") for m in _NAMED_FILE.findall(goal)))
+
+
+def depend_on_checked_files(steps: list[Step]) -> list[Step]:
+    """``steps`` where each step also depends on the steps writing the files its check
+    names, unless that would make a cycle (then ``plan_errors`` explains it)."""
+    writers = {s.expected_output: s.step_id for s in steps}
+    out = list(steps)
+    for i, step in enumerate(out):
+        wanted = [
+            writers[text]
+            for text in _strings(step.done_when)
+            if text in writers and writers[text] != step.step_id
+        ]
+        missing = [w for w in dict.fromkeys(wanted) if w not in step.depends_on]
+        if not missing:
+            continue
+        candidate = step.model_copy(update={"depends_on": [*step.depends_on, *missing]})
+        trial = [*out[:i], candidate, *out[i + 1 :]]
+        if dependency_cycle(trial) is None:
+            out = trial
+    return out
+
+
+def needed_steps(steps: list[Step], asked: Collection[str]) -> list[Step]:
+    """The steps connected by dependencies to the steps writing an asked file (``asked``:
+    the files the goal names), in plan order; ``steps`` unchanged when no step writes an
+    asked file or an id is ambiguous."""
+    if len({s.step_id for s in steps}) != len(steps):
+        return steps
+    wanted = set(asked)
+    roots = [s.step_id for s in steps if s.expected_output in wanted]
+    if not roots:
+        return steps
+    neighbours: dict[str, set[str]] = {s.step_id: set() for s in steps}
+    for step in steps:
+        for dep in step.depends_on:
+            if dep in neighbours and dep != step.step_id:
+                neighbours[step.step_id].add(dep)
+                neighbours[dep].add(step.step_id)
+    keep: set[str] = set()
+    todo = list(roots)
+    while todo:
+        step_id = todo.pop()
+        if step_id not in keep:
+            keep.add(step_id)
+            todo.extend(neighbours[step_id])
+    return [s for s in steps if s.step_id in keep]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a check spec (a rubric is one string)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
