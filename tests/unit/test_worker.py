@@ -424,3 +424,48 @@ def test_a_direct_draft_without_a_fence_is_reminded_to_reply_with_one():
     draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == "OK\n" and len(model.calls) == 2
     assert prompt_values("subagent_no_fence", str(model.calls[1][-1].content))
+
+
+class SamplingScripted(ScriptedChatModel):
+    """A scripted model with a provider's sampling fields, recording them per call."""
+
+    temperature: float = 0.0
+    seed: int | None = None
+    sampled: list = []
+
+    def _respond(self, messages, metadata):
+        self.sampled.append((self.temperature, self.seed))
+        return super()._respond(messages, metadata)
+
+
+def test_a_revision_that_repeats_its_draft_is_asked_again_sampling_and_told_so():
+    from agent.limits import REPEAT_TEMPERATURE
+
+    model = SamplingScripted(["```\nnope\n```", "```\nnope\n```", "```\nOK\n```"])
+    metered = Metered(model, "coder", "function_calling")
+    w = StepWorker(
+        step=STEP, goal="the goal", inputs={}, round_no=1, system_prompt="system",
+        model=metered, judge=None, tool_calling="text",
+    )  # fmt: skip
+    run = execute(w)
+    assert (
+        run.files["out.txt"]["content"] == "OK\n" and run.files["out.txt"]["stop_reason"] == "pass"
+    )
+    assert len(model.calls) == 3
+    assert [t for t, _ in model.sampled] == [0.0, 0.0, REPEAT_TEMPERATURE]
+    assert model.sampled[2][1] is not None  # seeded: a rerun samples the same
+    from agent.prompts import render
+
+    note = render("subagent_repeated", expected_output="out.txt").strip() + "\n\n"
+    retry = prompt_values("subagent_direct_revision", str(model.calls[2][-1].content))
+    first = prompt_values("subagent_direct_revision", str(model.calls[1][-1].content))
+    assert retry is not None and retry["repeated"] == note
+    assert first is not None and first["repeated"] == ""
+    assert metered.model is model and model.temperature == 0.0  # greedy again afterwards
+
+
+def test_sampling_leaves_a_model_without_a_temperature_as_it_is():
+    model = ScriptedChatModel(["x"])
+    metered = Metered(model, "coder", "function_calling")
+    with metered.sampling(0.7, seed=1) as sampled:
+        assert sampled is False and metered.model is model
