@@ -9,7 +9,3 @@ MAX_REVISIONS = 2
 
 MAX_TOOL_TURNS = 12
 """Model turns one draft may take with its tools (``build_graph(max_tool_turns=...)``)."""
-
-REPEAT_TEMPERATURE = 0.7
-"""What a revision samples at when its first answer handed back a draft already tried (the
-revise loop's one retry before ``oscillating``): greedy decoding would repeat it exactly."""

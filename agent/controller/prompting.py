@@ -57,13 +57,7 @@ def task_messages(
         human = render("subagent_task", **values)
     else:
         issues = json.dumps(feedback.get("issues", []), indent=1)
-        human = render(
-            "subagent_revision",
-            **values,
-            mode=feedback.get("mode"),
-            issues=issues,
-            repeated=_repeated_note(feedback, step),
-        )
+        human = render("subagent_revision", **values, mode=feedback.get("mode"), issues=issues)
     return [SystemMessage(system_prompt), HumanMessage(human)]
 
 
@@ -114,16 +108,8 @@ def direct_messages(
             language=fence_language(path),
             draft=_as_lines(draft),
             issues=issues or "(no detail)",
-            repeated=_repeated_note(feedback, step),
         )
     return [SystemMessage(system_prompt), HumanMessage(human)]
-
-
-def _repeated_note(feedback: Mapping[str, Any], step: Mapping[str, Any]) -> str:
-    """For the one retry of a revision that handed back a draft already tried: say so."""
-    if not feedback.get("repeated"):
-        return ""
-    return render("subagent_repeated", expected_output=step["expected_output"]).strip() + "\n\n"
 
 
 def _as_lines(text: str) -> str:

@@ -36,10 +36,6 @@ class Feedback(TypedDict):
     issues: list[dict[str, Any]]
     """Grounded issues of `draft` as `Issue` dicts, blocking first, at most `feedback_cap`;
     empty after a malformed critique (then `mode` is `rewrite`)."""
-    repeated: bool
-    """True when this revision's first answer handed back a draft already tried: the one
-    retry before `oscillating`. A generator that samples should sample differently (the
-    worker samples at `REPEAT_TEMPERATURE`): a greedy small model repeats itself exactly."""
 
 
 # Each callable may be sync or a coroutine function: the loop awaits what it returns.
@@ -69,9 +65,6 @@ class LoopConfig:
     """Wall-clock seconds after which no new revision starts."""
     feedback_cap: int = 5
     """Most issues handed to the generator in one revision."""
-    retry_repeated: bool = True
-    """A revision that hands back a draft already tried is asked once more, with
-    `Feedback.repeated`, before the loop stops `oscillating`."""
 
     def __post_init__(self) -> None:
         if self.max_revisions < 0 or self.feedback_cap < 1:
@@ -188,24 +181,17 @@ async def arevise_loop(
         reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
         if reason is not None:
             return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
-        asked = _feedback(current, config.feedback_cap)
-        retries = 1 if config.retry_repeated else 0
-        while True:
-            try:
-                draft, cost = await maybe_await(generate(task, asked))
-            except Exception as exc:
-                _propagate_if_retryable(exc)
-                revisions = len(rounds) - 1
-                return _result(
-                    rounds, LoopStop.GENERATOR_ERROR, revisions=revisions, tokens=tokens, error=exc
-                )
-            tokens += cost
-            if not any(_sha(draft) == seen.draft_hash for seen in rounds):
-                break
-            if retries == 0 or tokens >= config.token_budget:
-                return _result(rounds, LoopStop.OSCILLATING, revisions=len(rounds), tokens=tokens)
-            retries -= 1
-            asked = Feedback(**{**asked, "repeated": True})
+        try:
+            draft, cost = await maybe_await(generate(task, _feedback(current, config.feedback_cap)))
+        except Exception as exc:
+            _propagate_if_retryable(exc)
+            revisions = len(rounds) - 1
+            return _result(
+                rounds, LoopStop.GENERATOR_ERROR, revisions=revisions, tokens=tokens, error=exc
+            )
+        tokens += cost
+        if any(_sha(draft) == seen.draft_hash for seen in rounds):
+            return _result(rounds, LoopStop.OSCILLATING, revisions=len(rounds), tokens=tokens)
 
 
 revise_loop = synced(arevise_loop)
@@ -264,7 +250,6 @@ def _feedback(current: _Round, cap: int) -> Feedback:
         mode="patch" if current.blockers and located else "rewrite",
         draft=current.draft,
         issues=feedback(issues, cap=cap),
-        repeated=False,
     )
 
 

@@ -31,7 +31,7 @@ from agent.controller.revise import LoopConfig, arevise_loop
 from agent.controller.sources import CitationSources
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
-from agent.limits import MAX_TOOL_TURNS, REPEAT_TEMPERATURE
+from agent.limits import MAX_TOOL_TURNS
 from agent.models.factory import Metered, merge_usage
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
@@ -136,12 +136,7 @@ class StepWorker:
                 inputs=readable_inputs(self.workspace),
                 feedback=feedback,
             )
-        if feedback is not None and feedback.get("repeated"):
-            # the revision handed back a draft already tried: greedy decoding would again
-            with self.model.sampling(REPEAT_TEMPERATURE, seed=self.revision):
-                await self.tool_loop.run(messages, draft, self.call_metadata())
-        else:
-            await self.tool_loop.run(messages, draft, self.call_metadata())
+        await self.tool_loop.run(messages, draft, self.call_metadata())
         return draft.artifact(), self.model.tokens - before
 
     async def gather_evidence(self, draft: str) -> dict[str, Any]:

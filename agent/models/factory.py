@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -184,25 +183,6 @@ class Metered:
         collector = UsageCollector(self.role)
         config = self.config(nostream=True)
         return self.model.with_config(config, callbacks=[collector]), collector
-
-    @contextmanager
-    def sampling(self, temperature: float, seed: int | None = None) -> Iterator[bool]:
-        """Calls made inside sample at ``temperature`` (and ``seed``, where the provider's
-        model takes one, so a rerun samples the same); yields whether they do: a model
-        without a ``temperature`` field (a scripted one, a wrapped runnable) is used as it is."""
-        fields = getattr(type(self.model), "model_fields", {})
-        if not isinstance(self.model, BaseChatModel) or "temperature" not in fields:
-            yield False
-            return
-        update: dict[str, Any] = {"temperature": temperature}
-        if seed is not None and "seed" in fields:
-            update["seed"] = seed
-        original = self.model
-        self.model = original.model_copy(update=update)
-        try:
-            yield True
-        finally:
-            self.model = original
 
     def _count(self, message: BaseMessage | None) -> None:
         self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
