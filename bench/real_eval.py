@@ -79,6 +79,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (see above)")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--out", type=Path, default=None, help="keep reports and logs here")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="print the tables of a run kept in DIR (plain.json, eval.json) without serving",
+    )
+    parser.add_argument(
+        "--first", type=int, metavar="N", help="with --report: only the first N tasks of the run"
+    )
     return parser.parse_args(argv)
 
 
@@ -280,8 +289,34 @@ def print_table(passes: Mapping[str, Mapping[str, Any]], size: str) -> None:
         print(f"| {label} | " + " | ".join(table[n].get(label, "-") for n in names) + " |")
 
 
+def kept_run(folder: Path, first: int | None = None) -> tuple[dict | None, dict | None]:
+    """The plain and deepreflect reports of a kept run, recomputed over its first ``first``
+    tasks (the first 40 of a 164-problem run are the tuning slice)."""
+    from agent.eval.reflection import reflection_summary
+
+    plain = report = None
+    if (folder / "plain.json").exists():
+        records = json.loads((folder / "plain.json").read_text())["records"][:first]
+        plain = plain_model.summary(records)
+    if (folder / "eval.json").exists():
+        report = json.loads((folder / "eval.json").read_text())
+        tasks = report["tasks"][:first]
+        with_critic = bool(report["summary"].get("critic"))
+        report = {**report, "tasks": tasks,
+                  "summary": reflection_summary(tasks, with_critic=with_critic)}  # fmt: skip
+        if first is not None:  # the pass's wall time, over these tasks only
+            report["wall_time_s"] = sum(t["wall_s"]["on"] for t in tasks if "wall_s" in t)
+    return plain, report
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.report is not None:
+        plain, report = kept_run(args.report, args.first)
+        print_columns(columns(plain, report))
+        if report is not None:
+            print_table({"check critique": report}, args.size)
+        return 0
     out = args.out or Path(tempfile.mkdtemp(prefix="deepreflect-real-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     path = ensure_model(args.size)

@@ -331,13 +331,16 @@ def run_reflection_eval(
         "evidence": evidence,
         "workers": workers,
         "wall_time_s": wall_time_s,
-        "summary": _summary(records, with_critic=critic is not None),
+        "summary": reflection_summary(records, with_critic=critic is not None),
         "tasks": records,
     }
 
 
-def _summary(records: Sequence[Mapping[str, Any]], *, with_critic: bool) -> dict[str, Any]:
-    """Totals over the tasks that ran; failed tasks are counted apart, by error class."""
+def reflection_summary(
+    records: Sequence[Mapping[str, Any]], *, with_critic: bool
+) -> dict[str, Any]:
+    """Totals over the tasks that ran; failed tasks are counted apart, by error class (also
+    what ``bench/real_eval.py --report`` recomputes over a slice of a kept run)."""
     ok = [r for r in records if "error" not in r]
     n = len(ok)
     changes = Counter(r["change"] for r in ok)

@@ -121,3 +121,38 @@ def test_a_task_without_a_problem_prompt_is_refused():
     task = dataclasses.replace(humaneval_task(PROBLEM), stub=None)
     with pytest.raises(ValueError, match="no problem prompt"):
         plain_model.solve(OneReply("x"), task)
+
+
+def _task_record(i: int, first: bool, final: bool) -> dict:
+    return {
+        "id": f"T/{i}", "first_correct": first, "final_correct": final,
+        "change": "fix" if final and not first else "right" if final else "wrong",
+        "rounds": 0 if first else 1, "converged": final, "stop_reason": "pass",
+        "tokens": {"off": 10, "on": 20 if not first else 10}, "calls": {"off": 1, "on": 2},
+        "io_tokens": {"off": {"input": 8, "output": 2}, "on": {"input": 16, "output": 4}},
+        "wall_s": {"off": 1.0, "on": 2.0}, "usage": {}, "history": [],
+    }  # fmt: skip
+
+
+def test_a_kept_run_is_reported_again_over_its_first_tasks(tmp_path):
+    import json
+
+    records = [
+        {"id": f"T/{i}", "correct": i % 2 == 0, "input_tokens": 5, "output_tokens": 5,
+         "wall_s": 1.0} for i in range(4)
+    ]  # fmt: skip
+    (tmp_path / "plain.json").write_text(json.dumps(plain_model.summary(records)))
+    tasks = [
+        _task_record(0, True, True),
+        _task_record(1, False, True),
+        _task_record(2, False, False),
+    ]
+    (tmp_path / "eval.json").write_text(json.dumps({"summary": {"critic": None}, "tasks": tasks}))
+    plain, report = real_eval.kept_run(tmp_path, first=2)
+    assert plain is not None and (plain["tasks"], plain["correct"]) == (2, 1)
+    assert report is not None and len(report["tasks"]) == 2
+    s = report["summary"]
+    assert (s["first_correct"], s["final_correct"], s["fixes"]) == (1, 2, 1)
+    assert report["wall_time_s"] == 4.0
+    whole = real_eval.kept_run(tmp_path)[1]
+    assert whole is not None and whole["summary"]["tasks"] == 3
