@@ -2,9 +2,13 @@
 (``agent.plan.validation.parse_plan``).
 
 Small models plan ceremony: "Write report.md" becomes notes, the report, a summary and a
-critique, each a step and a file the user never asked for; and a step whose check reads a
-file another step writes forgets to depend on it. Both are repaired here rather than sent
-back to the model, which repeats them:
+critique, each a step and a file the user never asked for; a step whose check reads a
+file another step writes forgets to depend on it; and a file is named the way a test runner
+or a traceback points into it ("stats.py::test_median", "stats.py:12"). These are repaired
+here rather than sent back to the model, which repeats them:
+
+- ``<file>:<anything>``, as a step's output or a pytest check's test, is ``<file>`` when
+  ``<file>`` is a file the goal names, a thread file or another step's output;
 
 - a check that names a file another step writes makes its step depend on that step (when
   that adds no cycle);
@@ -23,7 +27,7 @@ from typing import Any
 
 from agent.plan.steps import Step, dependency_cycle
 
-__all__ = ["depend_on_checked_files", "named_files", "needed_steps"]
+__all__ = ["depend_on_checked_files", "named_files", "needed_steps", "without_references"]
 
 # a relative file name in the goal's text, not the tail of an absolute or climbing path; its
 # extension starts with a letter, so "2.5" or "v1.2" is not a file
@@ -33,6 +37,31 @@ _NAMED_FILE = re.compile(r"(?<![\w./\\~-])[A-Za-z0-9_][\w./-]*\.[A-Za-z][A-Za-z0
 def named_files(goal: str) -> list[str]:
     """The relative file names a goal's text mentions, in order, once each."""
     return list(dict.fromkeys(m.rstrip(".") for m in _NAMED_FILE.findall(goal)))
+
+
+def without_references(steps: list[Step], known: Collection[str]) -> list[Step]:
+    """``steps`` with ``<file>:<anything>`` outputs and pytest tests cut back to ``<file>``
+    where ``<file>`` is known: in ``known`` (the goal's and the thread's files) or another
+    step's output."""
+    files = set(known) | {s.expected_output for s in steps if ":" not in s.expected_output}
+
+    def cut(path: str) -> str:
+        head = path.split(":", 1)[0]
+        return head if ":" in path and head in files else path
+
+    out = []
+    for step in steps:
+        update: dict[str, Any] = {}
+        if cut(step.expected_output) != step.expected_output:
+            update["expected_output"] = cut(step.expected_output)
+        check = step.done_when
+        tests = check.get("tests") if isinstance(check, dict) else None
+        if isinstance(check, dict) and isinstance(tests, list):
+            fixed = [cut(t) if isinstance(t, str) else t for t in tests]
+            if fixed != tests:
+                update["done_when"] = {**check, "tests": list(dict.fromkeys(fixed))}
+        out.append(step.model_copy(update=update) if update else step)
+    return out
 
 
 def depend_on_checked_files(steps: list[Step]) -> list[Step]:

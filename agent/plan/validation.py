@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent.plan.needs import depend_on_checked_files, needed_steps
+from agent.plan.needs import depend_on_checked_files, needed_steps, without_references
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import PlanDraft, Step, dependency_cycle
 from agent.vfs.entries import is_scratch
@@ -126,7 +126,8 @@ def parse_plan(
     asked: Collection[str] = (),
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
-    Repaired first, where that is safe: steps that write the same file are merged
+    Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
+    known file, steps that write the same file are merged
     (:func:`merge_same_outputs`), a step depends on the steps writing the files its check
     names, and only the steps that the files the goal names (``asked``) need are kept
     (:mod:`agent.plan.needs`). ``databases``: the names of the databases the user
@@ -146,6 +147,7 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
+    steps = without_references(steps, [*asked, *files])
     steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files

@@ -325,3 +325,25 @@ def test_the_planner_keeps_only_what_the_goal_asks_for():
         )
     )
     assert outcome.errors == [] and [s.step_id for s in outcome.steps] == ["S1"]
+
+
+def test_a_file_named_like_a_test_id_or_a_traceback_line_is_that_file():
+    # what the 1.5B and the 0.5B planned for the bughunt goal ("fix stats.py")
+    plan = [
+        step("S1", "stats.py:median([1, 2]) should be 1.5", action="coder"),
+        step("T", "tests/test_stats.py", action="coder"),
+        pytest_step("S2", "stats.py::test_median_even", ["tests/test_stats.py::test_even"]),
+    ]
+    steps, errors = parse_plan(
+        {"steps": plan}, actions=ACTIONS, max_steps=20, asked=["stats.py"], files=["stats.py"]
+    )
+    assert errors == [] and steps is not None
+    (fix,) = [s for s in steps if s.expected_output == "stats.py"]  # the two merged
+    assert fix.done_when == {"kind": "pytest", "tests": ["tests/test_stats.py"]}
+    assert "T" in fix.depends_on
+
+
+def test_a_colon_in_a_name_that_is_no_known_file_stays():
+    plan = [step("S1", "notes:draft.md")]
+    steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, asked=["x.md"])
+    assert errors == [] and steps[0].expected_output == "notes:draft.md"
