@@ -10,6 +10,7 @@ does, through ``register_check``:
 * :mod:`agent.checks.sql` — ``sql`` (sandboxed, read-only)
 * :mod:`agent.checks.citations` — ``citations`` (every cited URL came from the step's tools)
 * :mod:`agent.checks.rubric` — ``rubric`` (the judge model)
+* :mod:`agent.checks.composite` — ``all`` (every one of several checks)
 
 Importing this package registers them, family by family in the order the planner sees them,
 and then seals them: from then on no registration can replace a built-in kind. Generated
@@ -18,7 +19,8 @@ code only ever runs in ``agent.sandbox``.
 
 from __future__ import annotations
 
-from agent.checks import citations, code, rubric, sql, text
+from agent.checks import citations, code, composite, rubric, sql, text
+from agent.checks.composite import check_kinds
 from agent.checks.registry import (
     CheckFn,
     CheckScope,
@@ -37,6 +39,7 @@ __all__ = [
     "CheckFn",
     "CheckReport",
     "CheckScope",
+    "check_kinds",
     "current_databases",
     "current_judge",
     "current_tool_outputs",
@@ -46,7 +49,14 @@ __all__ = [
     "validate_check_spec",
 ]
 
-for _family in (text, code, sql, citations, rubric):  # the order the planner sees the kinds in
+for _family in (
+    text,
+    code,
+    sql,
+    citations,
+    rubric,
+    composite,
+):  # the order the planner sees the kinds in
     _family.register()
 seal_builtin_kinds()
 del _family

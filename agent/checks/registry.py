@@ -41,6 +41,7 @@ __all__ = [
     "needs_strings",
     "register_check",
     "run_check",
+    "run_lent_check",
     "seal_builtin_kinds",
     "validate_check_spec",
 ]
@@ -237,6 +238,19 @@ def run_check(
     through :func:`current_judge`, :func:`current_tool_outputs` and
     :func:`current_databases`.
     """
+    declared = tuple((str(n), os.fspath(p)) for n, p in (databases or {}).items())
+    token = _LENT.set(_Lent(judge, task, _texts(tool_outputs), declared))
+    try:
+        return run_lent_check(spec, files, path)
+    finally:
+        _LENT.reset(token)
+
+
+def run_lent_check(
+    spec: dict[str, Any] | str | None, files: Mapping[str, Any], path: str
+) -> CheckReport:
+    """:func:`run_check` with what the check now running was lent: how a check made of
+    other checks (``agent.checks.composite``) runs its parts."""
     errors = validate_check_spec(spec)
     normal = _normalise(spec) if not errors else {}
     kind = str(normal.get("kind") or _kind_of(spec))
@@ -245,16 +259,12 @@ def run_check(
     contents = _contents(files)
     if kind != "exists" and path not in contents:
         return make_report(kind, False, 0.0, f"artifact {path} was not produced")
-    declared = tuple((str(n), os.fspath(p)) for n, p in (databases or {}).items())
-    token = _LENT.set(_Lent(judge, task, _texts(tool_outputs), declared))
     try:
         report = _CHECKS[kind].fn(normal, contents, path)
     except Exception as exc:  # a check must fail with evidence, never crash the graph
         if kind == "rubric" and classify(exc) in _MODEL_ERRORS:
             raise  # the judge model failed, not the artifact: the worker handles its class
         report = make_report(kind, False, 0.0, f"check crashed: {type(exc).__name__}: {exc}")
-    finally:
-        _LENT.reset(token)
     return tidy_report(report, kind)
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from agent.checks import check_kinds
+from agent.checks.examples import shown_check
 from agent.prompts import render
 from agent.tools.text_calls import fence_language
 from agent.vfs.entries import Workspace, is_scratch, scratch_prefix
@@ -49,7 +51,7 @@ def task_messages(
         "step_id": step_id,
         "instructions": step["instructions"],
         "expected_output": step["expected_output"],
-        "done_when": json.dumps(step.get("done_when")),
+        "done_when": json.dumps(shown_check(step.get("done_when"))),
         "scratch": scratch_prefix(step_id),
         "inputs": "\n".join(f"- {p}" for p in inputs) or "(none)",
     }
@@ -67,9 +69,7 @@ def direct_inputs(
     """The files to put in a direct prompt (the step's readable inputs, its own artifact
     aside), or None when the step needs its tools: extra tools (search, MCP, ...), a check
     that needs their results, or more input than a prompt should carry."""
-    done_when = step.get("done_when")
-    kind = done_when.get("kind") if isinstance(done_when, Mapping) else None
-    if extra_tools or kind in TOOL_CHECKS:
+    if extra_tools or TOOL_CHECKS.intersection(check_kinds(step.get("done_when"))):
         return None
     paths = [p for p in readable_inputs(workspace) if p != step["expected_output"]]
     files = {p: workspace.read(p) for p in paths[: DIRECT_INPUT_FILES + 1]}
@@ -95,7 +95,7 @@ def direct_messages(
         "goal": goal,
         "instructions": step["instructions"],
         "expected_output": path,
-        "done_when": json.dumps(step.get("done_when")),
+        "done_when": json.dumps(shown_check(step.get("done_when"))),
         "files": "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items()),
     }
     if feedback is None:

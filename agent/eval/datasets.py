@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.checks import validate_check_spec
+from agent.checks.examples import examples_check as stated_examples_check
 from agent.errors import ConfigError
 from agent.prompts import render
 from agent.vfs.entries import PathError, validate_path
@@ -224,8 +225,6 @@ def humaneval_task(problem: Mapping[str, Any]) -> Task:
 _EXAMPLE_LINE = (
     r"^\s*(?:>>>\s*)?({name}\(.*\))\s*(?:==>|==|➞|=>|->|should return|returns?|=)\s*(.+)$"
 )
-# the python kind's check code: evaluate every example, fail with all the mismatches quoted
-_EXAMPLES_PROGRAM = Path(__file__).parent / "examples_check.py"
 
 
 def docstring_examples(prompt: str, entry: str) -> list[tuple[str, str]]:
@@ -277,16 +276,5 @@ def _docstring(prompt: str, entry: str) -> str:
 
 
 def examples_check(prompt: str, entry: str) -> dict[str, Any]:
-    """A ``python`` check asserting the docstring's examples (only that the function exists
-    when the docstring has none)."""
-    examples = docstring_examples(prompt, entry)
-    if not examples:
-        return {"kind": "python", "code": f"assert callable({entry}), '{entry} is not defined'"}
-    return {"kind": "python", "code": _examples_code(examples), "timeout_s": 10.0}
-
-
-def _examples_code(examples: list[tuple[str, str]]) -> str:
-    """``agent/eval/examples_check.py`` with this problem's examples in place."""
-    program = _EXAMPLES_PROGRAM.read_text(encoding="utf-8")
-    body = program.split("\nEXAMPLES: list[tuple[str, str]] = []\n", 1)[1]
-    return f"EXAMPLES = {examples!r}\n{body}"
+    """A ``python`` check: the entry point is defined and the docstring's examples hold."""
+    return stated_examples_check([entry], docstring_examples(prompt, entry), stated=False)

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
+from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
@@ -71,6 +72,7 @@ async def ask_planner(
                 databases=databases,
                 files=tuple(p for p in files if not is_scratch(p)),
                 asked=named_files(str(state.get("goal", ""))),
+                goal=str(state.get("goal", "")),
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
@@ -111,11 +113,24 @@ def _planner_messages(
         goal=state.get("goal", ""),
         answer=answer,
         reason=reason,
-        plan=json.dumps(old, indent=1) if old else "",
+        plan=json.dumps(_as_planned(old), indent=1) if old else "",
         files=data_block(summarize_files(files, int(state.get("step") or 0))),
         user_files=planner_view(files),
     )
     return [SystemMessage(system), HumanMessage(human)]
+
+
+def _as_planned(plan: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The current plan with each check as the planner chose it (the floor is raised again
+    on the answer: ``agent.plan.floor``)."""
+    steps = plan.get("steps")
+    if not isinstance(steps, list):
+        return plan
+    shown = [
+        {**s, "done_when": without_floor(s.get("done_when"))} if isinstance(s, Mapping) else s
+        for s in steps
+    ]
+    return {**plan, "steps": shown}
 
 
 def _retry_prompt(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent.plan.floor import raise_to_floor
 from agent.plan.needs import depend_on_checked_files, needed_steps, without_references
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import PlanDraft, Step, dependency_cycle
@@ -124,14 +125,17 @@ def parse_plan(
     databases: Collection[str] = (),
     files: Collection[str] = (),
     asked: Collection[str] = (),
+    goal: str = "",
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
     Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
     known file, steps that write the same file are merged
     (:func:`merge_same_outputs`), a step depends on the steps writing the files its check
     names, and only the steps that the files the goal names (``asked``) need are kept
-    (:mod:`agent.plan.needs`). ``databases``: the names of the databases the user
-    declared; ``files``: the paths already in the thread (``plan_errors``)."""
+    (:mod:`agent.plan.needs`); then a check that cannot prove its artifact works is raised
+    to the floor the artifact's kind and the ``goal`` allow (:mod:`agent.plan.floor`).
+    ``databases``: the names of the databases the user declared; ``files``: the paths
+    already in the thread (``plan_errors``)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -149,6 +153,7 @@ def parse_plan(
             return None, errors
     steps = without_references(steps, [*asked, *files])
     steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
+    steps = raise_to_floor(steps, goal, databases=databases)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files
     )

@@ -1,0 +1,88 @@
+"""``all``: a check made of other checks, passing when each of its parts passes.
+
+A plan's check can ask for more than one kind of evidence (the artifact is valid JSON *and*
+holds the goal's keys; a module runs *and* mentions a name), and the evidence floor
+(``agent.plan.floor``) adds the program check an artifact's kind allows to a weaker one the
+planner chose. The parts run in order and the first failure decides, so a rubric placed
+last asks no judge about an artifact a program already failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agent.checks.registry import (
+    CheckScope,
+    register_check,
+    run_lent_check,
+    validate_check_spec,
+)
+from agent.checks.report import CheckReport, make_report
+
+__all__ = ["MAX_PARTS", "check_kinds", "register"]
+
+MAX_PARTS = 8
+
+
+def check_kinds(spec: Any) -> Iterator[str]:
+    """The kinds a ``done_when`` spec runs, the parts of an ``all`` included."""
+    if isinstance(spec, str):
+        yield "rubric"
+    elif spec is None:
+        yield "non_empty"
+    elif isinstance(spec, Mapping) and isinstance(spec.get("kind"), str):
+        if spec["kind"] == "all" and isinstance(spec.get("checks"), list):
+            for part in spec["checks"]:
+                yield from check_kinds(part)
+        else:
+            yield spec["kind"]
+
+
+def _validate_all(spec: dict[str, Any]) -> list[str]:
+    parts = spec.get("checks")
+    if not isinstance(parts, list) or not parts:
+        return ["kind 'all' needs 'checks': a non-empty list of check specs"]
+    if len(parts) > MAX_PARTS:
+        return [f"kind 'all' takes at most {MAX_PARTS} checks, not {len(parts)}"]
+    errors = []
+    for i, part in enumerate(parts):
+        if isinstance(part, Mapping) and part.get("kind") == "all":
+            errors.append(f"checks[{i}]: an 'all' inside an 'all': list its checks instead")
+            continue
+        errors += [f"checks[{i}] {e}" for e in validate_check_spec(part)]
+    return errors
+
+
+def _validate_all_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
+    return [
+        f"checks[{i}] {e}"
+        for i, part in enumerate(spec["checks"])
+        for e in validate_check_spec(part, scope)
+    ]
+
+
+def _check_all(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    """Each part in order; the first that fails decides, its evidence after the passed ones'."""
+    kinds: list[str] = []
+    evidence: list[str] = []
+    for part in spec["checks"]:
+        report = run_lent_check(part, files, path)
+        kinds.append(report["kind"])
+        if not report["passed"]:
+            # the failure first: evidence is clipped, and it is what a revision needs
+            shown = [f"{report['kind']}: {report['evidence']}", *evidence]
+            return make_report("+".join(kinds), False, report["score"], "; ".join(shown))
+        evidence.append(f"{report['kind']}: {report['evidence']}")
+    return make_report("+".join(kinds), True, 1.0, "; ".join(evidence))
+
+
+def register() -> None:
+    """Register the ``all`` kind; ``agent.checks`` calls this once, after the other kinds."""
+    register_check(
+        "all",
+        _check_all,
+        validate=_validate_all,
+        validate_in_scope=_validate_all_in_scope,
+        describe='{"kind": "all", "checks": [<check>, <check>]} (passes when every check passes)',
+    )

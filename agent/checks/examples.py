@@ -1,0 +1,46 @@
+"""Stated examples as a ``python`` check: the names a module must define and the calls
+whose results are known (a HumanEval docstring's, a goal's "median([1, 2, 3, 4]) should be
+2.5"). The check code is ``examples_program.py``, run in the check's sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXAMPLES_TIMEOUT_S", "examples_check", "shown_check"]
+
+EXAMPLES_TIMEOUT_S = 10.0
+_PROGRAM = Path(__file__).with_name("examples_program.py")
+_HEAD = "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
+
+
+def examples_check(
+    names: Sequence[str], examples: Sequence[tuple[str, str]], *, stated: bool = True
+) -> dict[str, Any]:
+    """A ``python`` check: every name in ``names`` is callable in the artifact, then every
+    ``(call, expected)`` holds (both are Python source; ``expected`` is compared with
+    ``==``, or by ``repr`` when it does not evaluate). ``stated`` keeps the names and
+    examples beside the code, so a prompt can show them instead of the program
+    (:func:`shown_check`)."""
+    program = _PROGRAM.read_text(encoding="utf-8")
+    body = program.split(_HEAD, 1)[1]
+    pairs = [(str(c), str(w)) for c, w in examples]
+    head = f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\n"
+    spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
+    if stated:
+        spec["stated"] = {"defines": list(names), "examples": [f"{c} == {w}" for c, w in pairs]}
+    return spec
+
+
+def shown_check(spec: Any) -> Any:
+    """``spec`` as a prompt shows it: a stated-examples check as what it asserts (its
+    ``defines`` and ``examples``), not as its program; the parts of an ``all`` alike."""
+    if not isinstance(spec, dict):
+        return spec
+    if spec.get("kind") == "all" and isinstance(spec.get("checks"), list):
+        return {"kind": "all", "checks": [shown_check(p) for p in spec["checks"]]}
+    stated = spec.get("stated")
+    if spec.get("kind") == "python" and isinstance(stated, dict):
+        return {"kind": "python", "runs": True, **stated}
+    return spec

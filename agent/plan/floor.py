@@ -1,0 +1,277 @@
+"""The evidence floor: the least a step's check must prove when a program can judge its
+artifact, applied to the plan before it is validated (``agent.plan.validation.parse_plan``).
+
+A small planner proves "done" with ``exists`` or ``non_empty``, and a wrong artifact then
+ends the run ``success``: a ``stats.py`` whose median is still wrong, a ``roman.py`` without
+``to_roman``, an ``inventory.json`` without the keys the goal asked for. When a step's check
+uses only kinds that do not run or parse the artifact (presence, text patterns, a rubric),
+the check becomes an ``all`` of ``non_empty``, the floor its artifact's kind allows, then
+the planner's own check (marked ``"floor": true``, so a replan is shown the planner's check
+alone: :func:`without_floor`):
+
+- a ``.py`` runs, defines the functions the goal writes as calls (``to_roman(n: int)``) and
+  meets the examples the goal states (``median([1, 2, 3, 4]) should be 2.5``); names and
+  examples only when the goal names this file as its one module, and the floor at all only
+  when every other module the plan writes is one the step depends on (a module imports its
+  siblings when it runs). Test files are left to the check that runs them;
+- a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
+  goal names this file as its one JSON file;
+- a ``.sql`` runs on the database the goal names (or the one declared).
+
+A check with any other kind (``python``, ``pytest``, ``sql``, ``json_schema``, ``citations``,
+a custom kind) is the planner's evidence and stays as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import posixpath
+import re
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from agent.checks import check_kinds
+from agent.checks.examples import examples_check
+from agent.plan.needs import named_files
+from agent.plan.steps import Step
+
+__all__ = [
+    "WEAK_KINDS",
+    "floor_check",
+    "goal_examples",
+    "goal_functions",
+    "goal_json_keys",
+    "raise_to_floor",
+    "without_floor",
+]
+
+WEAK_KINDS = frozenset({"exists", "non_empty", "contains", "regex", "rubric"})
+"""Kinds that neither run nor parse the artifact: alone, they cannot prove it works."""
+_PRESENCE = frozenset({"exists", "non_empty"})
+
+# a call written in the goal: a name (not an attribute) right before "("
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+# what follows a call whose result the goal states; a modal verb states what it must be
+_MODAL = r"should (?:be|return|give|equal)|must (?:be|return|give|equal)|ought to (?:be|return)"
+_VERB = re.compile(
+    rf"\s*(?P<modal>{_MODAL})?(?(modal)|(?:==|=>|->|→|returns?|gives?|equals|is))\s+",
+)
+_VERB_TIGHT = re.compile(r"\s*(?:==|=>|->|→)\s*")
+# words that make a plain "f(x) is 3" describe today's (wrong) behaviour, not the wanted one
+_NOT_WANTED = re.compile(
+    r"\b(?:but|today|currently|now|instead|wrong|bug|buggy|incorrect|broken)\b", re.I
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+_JSON_KEY = re.compile(r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:")
+_NOT_FUNCTIONS = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+
+
+def raise_to_floor(steps: list[Step], goal: str, *, databases: Collection[str] = ()) -> list[Step]:
+    """``steps`` with every weak check raised to its artifact's floor (module docstring)."""
+    out = []
+    for step in steps:
+        floor = floor_check(step, steps, goal, databases=databases)
+        kinds = set(check_kinds(step.done_when))
+        if floor is None or not kinds <= WEAK_KINDS:
+            out.append(step)
+            continue
+        own = _parts(step.done_when)
+        parts = [{"kind": "non_empty"}, floor]
+        parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in _PRESENCE)]
+        raised = {"kind": "all", "checks": parts, "floor": True}
+        out.append(step.model_copy(update={"done_when": raised}))
+    return out
+
+
+def without_floor(spec: Any) -> Any:
+    """The check the planner chose, from one :func:`raise_to_floor` raised: what a replan
+    is shown, since the floor is raised again on its answer."""
+    if not (isinstance(spec, dict) and spec.get("kind") == "all" and spec.get("floor")):
+        return spec
+    own = list(spec.get("checks") or [])[2:]
+    if not own:
+        return {"kind": "non_empty"}
+    return own[0] if len(own) == 1 else {"kind": "all", "checks": own}
+
+
+def floor_check(
+    step: Step, steps: list[Step], goal: str, *, databases: Collection[str] = ()
+) -> dict[str, Any] | None:
+    """The program check ``step``'s artifact allows, or None when there is none to add."""
+    path = step.expected_output
+    suffix = posixpath.splitext(path)[1].lower()
+    asked = named_files(goal)
+    if suffix == ".py":
+        return _module_floor(step, steps, goal, asked)
+    if suffix == ".json":
+        jsons = [f for f in asked if f.lower().endswith(".json")]
+        keys = goal_json_keys(goal) if jsons == [path] else []
+        return {"kind": "json_schema", "schema": _keys_schema(keys)}
+    if suffix == ".sql":
+        named = [d for d in databases if re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w-])", goal)]
+        chosen = named if len(named) == 1 else list(databases)
+        return {"kind": "sql", "db": chosen[0]} if len(chosen) == 1 else None
+    return None
+
+
+def _module_floor(
+    step: Step, steps: list[Step], goal: str, asked: list[str]
+) -> dict[str, Any] | None:
+    path = step.expected_output
+    if _is_test_file(path):
+        return None
+    others = {
+        s.expected_output
+        for s in steps
+        if s.step_id != step.step_id
+        and s.expected_output.endswith(".py")
+        and not _is_test_file(s.expected_output)
+    }
+    if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
+        return None  # a sibling it may import is not written yet when its check runs
+    modules = [f for f in asked if f.endswith(".py") and not _is_test_file(f)]
+    if modules != [path]:
+        return examples_check([], [])
+    examples = goal_examples(goal)
+    names = list(dict.fromkeys([*goal_functions(goal), *(_called(c) for c, _ in examples)]))
+    return examples_check(names, examples)
+
+
+def _is_test_file(path: str) -> bool:
+    name = posixpath.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def _parts(spec: dict[str, Any] | str) -> list[Any]:
+    """A check as a list of parts: an ``all``'s checks, else the check itself."""
+    if isinstance(spec, dict) and spec.get("kind") == "all":
+        return list(spec.get("checks") or [])
+    return [spec]
+
+
+def goal_functions(goal: str) -> list[str]:
+    """The functions a goal writes as calls or signatures (``to_roman(n: int)``), in order:
+    not builtins, keywords, methods (``x.f(``) or tests (``test_x(``)."""
+    names = [m.group(1) for m in _CALL.finditer(goal)]
+    return list(
+        dict.fromkeys(n for n in names if n not in _NOT_FUNCTIONS and not n.startswith("test"))
+    )
+
+
+def goal_examples(goal: str) -> list[tuple[str, str]]:
+    """``(call, expected)`` pairs the goal states, both as Python source: a call with literal
+    arguments followed by what it should be (``median([1, 2, 3, 4]) should be 2.5``), or by
+    what it is, returns or ``==`` when its sentence does not call that behaviour wrong or
+    today's. A call stated with two different results is dropped."""
+    found: dict[str, set[str]] = {}
+    for call, end in _literal_calls(goal):
+        rest = goal[end:]
+        verb = _VERB_TIGHT.match(rest) or _VERB.match(rest)
+        if verb is None:
+            continue
+        value = _literal_prefix(rest[verb.end() :])
+        if value is None:
+            continue
+        modal = "modal" in verb.groupdict() and verb.group("modal")
+        if not modal and _NOT_WANTED.search(_sentence_around(goal, end)):
+            continue
+        found.setdefault(call, set()).add(value)
+    return [(call, next(iter(v))) for call, v in found.items() if len(v) == 1]
+
+
+def _literal_calls(text: str) -> Iterator[tuple[str, int]]:
+    """Each ``name(literal, ...)`` in ``text`` with where it ends."""
+    for match in _CALL.finditer(text):
+        if match.group(1) in _NOT_FUNCTIONS:
+            continue
+        end = _closing_paren(text, match.end() - 1)
+        if end is None:
+            continue
+        call = text[match.start() : end]
+        try:
+            node = ast.parse(call, mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Call) and _all_literal(node):
+            yield call, end
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    """The index just past the parenthesis that closes ``text[start]``, or None."""
+    depth = 0
+    for i in range(start, min(len(text), start + 400)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    return None
+
+
+def _all_literal(call: ast.Call) -> bool:
+    args = [*call.args, *(k.value for k in call.keywords)]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return False
+    try:
+        for arg in args:
+            ast.literal_eval(arg)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _literal_prefix(text: str) -> str | None:
+    """The longest start of ``text`` that is one Python literal (``2.5 but`` → ``2.5``),
+    as its ``repr``; None when it starts with no literal."""
+    text = text[:400]
+    cuts = [m.start() for m in re.finditer(r"[\s,;:)]|\.(?:\s|$)", text)] + [len(text)]
+    for cut in sorted(set(cuts), reverse=True):
+        head = text[:cut].strip()
+        if not head:
+            continue
+        try:
+            value = ast.literal_eval(head)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        return repr(value)
+    return None
+
+
+def _called(call: str) -> str:
+    return call.split("(", 1)[0]
+
+
+def _sentence_around(text: str, index: int) -> str:
+    """The sentence (or clause) of ``text`` holding ``index``."""
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= index]
+    start = starts[-1]
+    after = _SENTENCE_END.search(text, index)
+    return text[start : after.start() if after else len(text)]
+
+
+def goal_json_keys(goal: str) -> list[str]:
+    """The top-level keys a goal spells as ``"key":`` (the least nested ones, so an item's
+    ``"sku":`` inside ``{...}`` is not asked of the document), in order."""
+    depth_at: list[tuple[str, int]] = []
+    depth = 0
+    last = 0
+    for match in _JSON_KEY.finditer(goal):
+        span = goal[last : match.start()]
+        depth = max(0, depth + span.count("{") - span.count("}"))
+        last = match.start()
+        depth_at.append((match.group(1), depth))
+    if not depth_at:
+        return []
+    top = min(d for _, d in depth_at)
+    return list(dict.fromkeys(k for k, d in depth_at if d == top))
+
+
+def _keys_schema(keys: list[str]) -> dict[str, Any]:
+    """Any JSON document when ``keys`` is empty; else an object with those keys, or a
+    non-empty list of such objects."""
+    if not keys:
+        return {}
+    one = {"type": "object", "required": keys}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}]}
