@@ -54,8 +54,14 @@ def thread_checks(db: Path, thread: str | None, artifacts: Sequence[str]) -> dic
     return {"artifacts": out, "judge_calls": int(judge.get("calls", 0))}
 
 
+_STRONGEST = ["program", "other", "pattern", "model judge", "presence"]
+
+
 def family(kind: str | None) -> str:
-    return FAMILY.get(kind or "", "other")
+    """The family of a kind; an ``all`` check's report (``non_empty+python``) is its
+    strongest part's, since every part had to pass."""
+    parts = {FAMILY.get(k, "other") for k in (kind or "").split("+")}
+    return next(f for f in _STRONGEST if f in parts)
 
 
 def approved(checks: Mapping[str, Any]) -> bool:

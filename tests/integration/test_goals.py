@@ -260,6 +260,10 @@ def test_the_critic_is_scored_against_the_grader_per_deciding_family() -> None:
         "precision": 0.67, "recall": 0.67,
     }  # fmt: skip
     assert s["by_family"]["model judge"]["flags"] == 1
+    # an 'all' check's report names its parts; every part passed, so the strongest decides
+    assert goal_checks.family("non_empty+python") == "program"
+    assert goal_checks.family("non_empty+contains") == "pattern"
+    assert goal_checks.family("mine+non_empty") == "other"
     assert s["by_family"]["model judge"]["precision"] == 0.0
     assert s["by_family"]["presence"]["misses"] == 1
     assert s["by_family"]["program"]["goals"] == 3

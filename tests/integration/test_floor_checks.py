@@ -1,0 +1,163 @@
+"""The evidence floor's checks run (agent/plan/floor.py, agent/checks/composite.py,
+agent/checks/examples.py): the wrong artifacts the 0.5B ended ``success`` on now fail with
+evidence a revision can use, right ones pass, and a forged result is still refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.checks import run_check, validate_check_spec
+from agent.checks.composite import MAX_PARTS
+from agent.plan.validation import parse_plan
+from tests.fakes import step
+
+GOALS = Path(__file__).parents[2] / "bench" / "goals"
+
+
+def floor_of(goal: str, output: str, check=None, *, databases=()) -> dict:
+    steps, errors = parse_plan(
+        {"steps": [step("S1", output, action="coder", check=check or {"kind": "exists"})]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal,
+        databases=databases,
+    )
+    assert errors == []
+    return steps[0].done_when
+
+
+def goal(name: str) -> str:
+    return json.loads((GOALS / name / "goal.json").read_text())["goal"]
+
+
+MEDIAN_FIXED = """
+def mean(xs):
+    return sum(xs) / len(xs)
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+"""
+
+
+def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
+    spec = floor_of(goal("bughunt"), "stats.py")
+    buggy = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+    failed = run_check(spec, {"stats.py": buggy}, "stats.py")
+    assert not failed["passed"]
+    assert "median([1, 2, 3, 4]) returned 3.5, expected 2.5" in failed["evidence"]
+    assert failed["kind"] == "non_empty+python"
+    assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "class A:\n    def __eq__(self, o): return True\ndef median(xs): return A()\n",
+        "class F(float):\n    def __eq__(self, o): return True\ndef median(xs): return F(3.5)\n",
+        "import sys\ndef median(xs):\n    sys.exit(0)\n",
+        "def median(xs):\n    raise SystemExit(0)\n",
+    ],
+)
+def test_a_forged_result_does_not_meet_a_stated_example(source):
+    spec = floor_of("median([1, 2, 3, 4]) should be 2.5 in stats.py", "stats.py")
+    assert not run_check(spec, {"stats.py": source}, "stats.py")["passed"]
+
+
+def test_a_module_without_the_goal_s_function_or_that_does_not_run_fails():
+    spec = floor_of(goal("function"), "roman.py")
+    missing = run_check(spec, {"roman.py": "def roman(n):\n    return 'I'\n"}, "roman.py")
+    assert not missing["passed"] and "to_roman is not defined" in missing["evidence"]
+    broken = run_check(spec, {"roman.py": "def to_roman(n:\n"}, "roman.py")
+    assert not broken["passed"] and "SyntaxError" in broken["evidence"]
+    empty = run_check(spec, {"roman.py": "  \n"}, "roman.py")
+    assert not empty["passed"] and empty["kind"] == "non_empty"
+    right = "def to_roman(n):\n    return 'I' * n\n"  # the floor is not the hidden tests
+    assert run_check(spec, {"roman.py": right}, "roman.py")["passed"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"kind": "non_empty"}',  # what the 0.5B wrote into deploy.json
+        '{"service": "ledger", "replicas": 3}',
+        "service: ledger",
+        "",
+    ],
+)
+def test_json_without_the_goal_s_keys_fails(content):
+    spec = floor_of(goal("escalation"), "deploy.json")
+    assert not run_check(spec, {"deploy.json": content}, "deploy.json")["passed"]
+
+
+def test_json_with_the_goal_s_keys_passes_as_an_object_or_a_list_of_them():
+    spec = floor_of(goal("json"), "inventory.json")
+    doc = {"items": [], "total_value": 0, "out_of_stock": []}
+    assert run_check(spec, {"inventory.json": json.dumps(doc)}, "inventory.json")["passed"]
+    spec = floor_of('Write people.json: a list of {"name": string, "age": int}.', "people.json")
+    rows = json.dumps([{"name": "a", "age": 1}])
+    assert run_check(spec, {"people.json": rows}, "people.json")["passed"]
+    assert not run_check(spec, {"people.json": "[]"}, "people.json")["passed"]
+
+
+def test_a_query_must_run_on_the_named_database(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    spec = floor_of("Write q.sql for the shop database.", "q.sql", databases=("shop",))
+    databases = {"shop": str(db)}
+    ok = run_check(spec, {"q.sql": "SELECT x FROM t"}, "q.sql", databases=databases)
+    assert ok["passed"]
+    bad = run_check(spec, {"q.sql": "SELECT y FROM nowhere"}, "q.sql", databases=databases)
+    assert not bad["passed"] and "query failed" in bad["evidence"]
+
+
+def test_a_rubric_after_the_floor_asks_no_judge_when_a_program_failed():
+    class Judge:
+        def invoke(self, *args, **kwargs):
+            raise AssertionError("the judge was asked")
+
+    spec = floor_of(goal("function"), "roman.py", check="the code is idiomatic")
+    assert spec["checks"][-1] == "the code is idiomatic"
+    report = run_check(spec, {"roman.py": "x = 1\n"}, "roman.py", judge=Judge(), task="t")
+    assert not report["passed"] and "to_roman" in report["evidence"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ({"kind": "all"}, "needs 'checks'"),
+        ({"kind": "all", "checks": []}, "needs 'checks'"),
+        ({"kind": "all", "checks": [{"kind": "non_empty"}] * (MAX_PARTS + 1)}, "at most"),
+        ({"kind": "all", "checks": [{"kind": "all", "checks": [None]}]}, "inside an 'all'"),
+        ({"kind": "all", "checks": [{"kind": "nope"}]}, "checks[0] unknown check kind"),
+        ({"kind": "all", "checks": [{"kind": "python"}]}, "checks[0] kind 'python' needs"),
+    ],
+)
+def test_an_all_check_that_cannot_run_is_refused_with_why(spec, error):
+    errors = validate_check_spec(spec)
+    assert errors and any(error in e for e in errors)
+    report = run_check(spec, {"a.py": "x = 1"}, "a.py")
+    assert not report["passed"] and "invalid check spec" in report["evidence"]
+
+
+def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
+    plan = {
+        "steps": [
+            step(
+                "S1",
+                "a.py",
+                action="coder",
+                check={"kind": "all", "checks": [{"kind": "pytest", "tests": ["test_a.py"]}]},
+            )
+        ]
+    }
+    steps, errors = parse_plan(plan, actions={"coder"}, max_steps=5)
+    assert steps is None and any("checks[0]" in e and "test_a.py" in e for e in errors)

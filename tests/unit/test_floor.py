@@ -1,0 +1,214 @@
+"""The evidence floor (agent/plan/floor.py): what a goal's text states of its artifacts, and
+which checks are raised to what a program can prove. Running the raised checks is in
+tests/integration/test_floor_checks.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.checks import check_kinds, validate_check_spec
+from agent.checks.examples import shown_check
+from agent.plan.floor import (
+    goal_examples,
+    goal_functions,
+    goal_json_keys,
+    raise_to_floor,
+    without_floor,
+)
+from agent.plan.steps import Step
+from agent.plan.validation import parse_plan
+from tests.fakes import step
+
+ACTIONS = {"writer", "coder"}
+
+
+def plan(*steps, goal="", databases=()):
+    parsed, errors = parse_plan(
+        {"steps": list(steps)},
+        actions=ACTIONS,
+        max_steps=20,
+        goal=goal,
+        databases=databases,
+        files=(),
+    )
+    assert errors == []
+    return parsed
+
+
+def stated(spec):
+    """The names and examples of the floor's python part (None when there is none)."""
+    parts = spec["checks"] if spec.get("kind") == "all" else [spec]
+    for part in parts:
+        if part.get("kind") == "python" and "stated" in part:
+            return part["stated"]
+    return None
+
+
+# ------------------------------------------------------------------ what the goal states
+
+
+@pytest.mark.parametrize(
+    ("goal", "examples"),
+    [
+        ("median([1, 2, 3, 4]) should be 2.5 but it is wrong", [("median([1, 2, 3, 4])", "2.5")]),
+        ("slug('A b') must return 'a-b'.", [("slug('A b')", "'a-b'")]),
+        ("f(2)==4 and f(3) -> 9", [("f(2)", "4"), ("f(3)", "9")]),
+        (
+            "is_even(3) returns False; is_even(4) is True.",
+            [("is_even(3)", "False"), ("is_even(4)", "True")],
+        ),
+        ("parse(x=1, y=[2, 3]) gives {'x': 1}", [("parse(x=1, y=[2, 3])", "{'x': 1}")]),
+    ],
+)
+def test_examples_the_goal_states_are_found(goal, examples):
+    assert goal_examples(goal) == examples
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "f(2) returns 5 today but should return 4",  # today's behaviour, and no call after
+        "area(r) returns the area",  # not a literal argument
+        "to_roman(n: int) -> str",  # a signature, not a call
+        "g(1) is 2. Later g(1) is 3.",  # two results for one call
+        "h(1) is wrong",  # no literal result
+        "len([1]) is 1",  # a builtin, not the artifact's function
+        "obj.area(2) is 4",  # a method
+        "f(1 should be 2",  # unbalanced
+    ],
+)
+def test_what_is_not_a_wanted_example_is_not_asserted(goal):
+    assert goal_examples(goal) == []
+
+
+def test_functions_are_the_calls_and_signatures_the_goal_writes():
+    goal = (
+        "Write roman.py with to_roman(n: int) -> str; it must not call print(x) or "
+        "str.join(a), and test_roman(x) is the tests' business. Use median ( of the list."
+    )
+    assert goal_functions(goal) == ["to_roman"]
+
+
+def test_top_level_json_keys_are_the_least_nested_ones():
+    goal = (
+        'Write out.json: "items": a list of {"sku": string, "qty": integer}; '
+        '"total": a number; and "missing": the skus with qty 0.'
+    )
+    assert goal_json_keys(goal) == ["items", "total", "missing"]
+    assert goal_json_keys('{"service": "ledger", "region": <r>, "conf": {"a": 1}}') == [
+        "service",
+        "region",
+        "conf",
+    ]
+    assert goal_json_keys("Write out.json with the totals.") == []
+
+
+# ------------------------------------------------------------------ which checks are raised
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        {"kind": "exists"},
+        {"kind": "non_empty"},
+        {"kind": "contains", "all": ["def to_roman"]},
+        {"kind": "regex", "pattern": "def "},
+        "the code is clear",
+    ],
+)
+def test_a_weak_check_on_a_module_gets_the_goal_s_names_and_examples(check):
+    goal = "Fix stats.py: median([1, 2, 3, 4]) should be 2.5; keep mean(xs) as it is."
+    (raised,) = plan(step("S1", "stats.py", action="coder", check=check), goal=goal)
+    spec = raised.done_when
+    assert spec["kind"] == "all" and spec["floor"] is True
+    assert list(check_kinds(spec))[:2] == ["non_empty", "python"]
+    assert stated(spec) == {
+        "defines": ["median", "mean"],
+        "examples": ["median([1, 2, 3, 4]) == 2.5"],
+    }
+    assert validate_check_spec(spec) == []
+    # the planner's own check is kept after the floor (a rubric last: no judge on a failure)
+    kept = without_floor(spec)
+    assert kept == ({"kind": "non_empty"} if check in ({"kind": "exists"},) else check)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        {"kind": "python", "code": "assert f(1) == 2"},
+        {"kind": "json_schema", "schema": {}},
+        {"kind": "all", "checks": [{"kind": "non_empty"}, {"kind": "python", "code": "pass"}]},
+    ],
+)
+def test_a_check_that_runs_or_parses_the_artifact_is_the_planner_s_evidence(check):
+    (kept,) = plan(step("S1", "x.py", action="coder", check=check), goal="Write x.py: f(1) is 2")
+    assert kept.done_when == check
+
+
+def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
+    goal = "Write a.py and b.py: a.py has f(x) and b.py has g(x)."
+    a, b = plan(
+        step("S1", "a.py", action="coder"),
+        step("S2", "b.py", action="coder", deps=("S1",)),
+        goal=goal,
+    )
+    assert a.done_when["kind"] == "non_empty"  # b.py, which it may import, is not written yet
+    assert stated(b.done_when) == {"defines": [], "examples": []}
+
+
+def test_test_files_and_other_kinds_of_file_keep_their_check():
+    steps = plan(
+        step("S1", "test_roman.py", action="coder"),
+        step("S2", "notes.md"),
+        step("S3", "conftest.py", action="coder"),
+        goal="Write roman.py with to_roman(n) and its tests.",
+    )
+    assert [s.done_when for s in steps] == [{"kind": "non_empty"}] * 3
+
+
+def test_json_gets_the_goal_s_keys_only_when_it_is_the_goal_s_one_json_file():
+    goal = 'Write inventory.json with "items": [...] and "total": a number.'
+    (one,) = plan(step("S1", "inventory.json"), goal=goal)
+    schema = one.done_when["checks"][1]["schema"]
+    assert schema["anyOf"][0] == {"type": "object", "required": ["items", "total"]}
+    (other,) = plan(step("S1", "notes.json"), goal=goal)
+    assert other.done_when["checks"][1] == {"kind": "json_schema", "schema": {}}
+
+
+def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
+    (named,) = plan(
+        step("S1", "q.sql"), goal="Query the chinook database.", databases=("chinook", "hr")
+    )
+    assert named.done_when["checks"][1] == {"kind": "sql", "db": "chinook"}
+    (only,) = plan(step("S1", "q.sql"), goal="Write q.sql.", databases=("hr",))
+    assert only.done_when["checks"][1] == {"kind": "sql", "db": "hr"}
+    (unknown,) = plan(step("S1", "q.sql"), goal="Write q.sql.", databases=("a", "b"))
+    assert unknown.done_when == {"kind": "non_empty"}  # which one is not for code to guess
+
+
+def test_raising_is_idempotent_and_a_replan_sees_the_planner_s_check():
+    goal = "Write roman.py with to_roman(n)."
+    once = raise_to_floor(
+        [Step.model_validate(step("S1", "roman.py", action="coder", check={"kind": "exists"}))],
+        goal,
+    )
+    assert raise_to_floor(once, goal) == once
+    assert without_floor(once[0].done_when) == {"kind": "non_empty"}
+
+
+def test_a_prompt_shows_what_the_floor_asserts_not_its_program():
+    goal = "Fix stats.py: median([1, 2, 3, 4]) should be 2.5."
+    (raised,) = plan(step("S1", "stats.py", action="coder"), goal=goal)
+    shown = shown_check(raised.done_when)
+    assert shown == {
+        "kind": "all",
+        "checks": [
+            {"kind": "non_empty"},
+            {
+                "kind": "python",
+                "runs": True,
+                "defines": ["median"],
+                "examples": ["median([1, 2, 3, 4]) == 2.5"],
+            },
+        ],
+    }
