@@ -58,8 +58,9 @@ _STRONGEST = ["program", "other", "pattern", "model judge", "presence"]
 
 
 def family(kind: str | None) -> str:
-    """The family of a kind; an ``all`` check's report (``non_empty+python``) is its
-    strongest part's, since every part had to pass."""
+    """The family of a kind; a report named by several kinds (``non_empty+python``, as the
+    ``all`` kind named its reports before it named the deciding part) is its strongest
+    part's, since every part had to pass."""
     parts = {FAMILY.get(k, "other") for k in (kind or "").split("+")}
     return next(f for f in _STRONGEST if f in parts)
 

@@ -23,6 +23,7 @@ from agent.checks.report import CheckReport, make_report
 __all__ = ["MAX_PARTS", "check_kinds", "register"]
 
 MAX_PARTS = 8
+_PRESENCE = frozenset({"exists", "non_empty"})
 
 
 def check_kinds(spec: Any) -> Iterator[str]:
@@ -63,18 +64,21 @@ def _validate_all_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]
 
 
 def _check_all(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    """Each part in order; the first that fails decides, its evidence after the passed ones'."""
-    kinds: list[str] = []
+    """Each part in order; the first that fails decides, its evidence before the passed
+    ones' (evidence is clipped, and the failure is what a revision needs). The report's
+    kind is the deciding part's: the failing one, else the first beyond presence (the
+    strongest evidence), so a report always names one kind of the table."""
     evidence: list[str] = []
+    decided: str | None = None
     for part in spec["checks"]:
         report = run_lent_check(part, files, path)
-        kinds.append(report["kind"])
+        line = f"{report['kind']}: {report['evidence']}"
         if not report["passed"]:
-            # the failure first: evidence is clipped, and it is what a revision needs
-            shown = [f"{report['kind']}: {report['evidence']}", *evidence]
-            return make_report("+".join(kinds), False, report["score"], "; ".join(shown))
-        evidence.append(f"{report['kind']}: {report['evidence']}")
-    return make_report("+".join(kinds), True, 1.0, "; ".join(evidence))
+            return make_report(report["kind"], False, report["score"], "; ".join([line, *evidence]))
+        evidence.append(line)
+        if decided is None and report["kind"] not in _PRESENCE:
+            decided = report["kind"]
+    return make_report(decided or report["kind"], True, 1.0, "; ".join(evidence))
 
 
 def register() -> None:
@@ -85,4 +89,5 @@ def register() -> None:
         validate=_validate_all,
         validate_in_scope=_validate_all_in_scope,
         describe='{"kind": "all", "checks": [<check>, <check>]} (passes when every check passes)',
+        offered=False,
     )

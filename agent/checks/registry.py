@@ -91,6 +91,9 @@ class CheckKind:
     """Lists what is wrong with a spec in a plan step's scope; None accepts any."""
     builtin: bool = False
     """Sealed by ``agent.checks``: cannot be replaced."""
+    offered: bool = True
+    """Listed to the planner (and in errors naming the kinds); ``all``, which the evidence
+    floor builds, is not: a small planner is shown the kinds it needs."""
 
 
 _CHECKS: dict[str, CheckKind] = {}
@@ -124,13 +127,15 @@ def register_check(
     validate: Validator | None = None,
     describe: str | None = None,
     validate_in_scope: ScopeValidator | None = None,
+    offered: bool = True,
 ) -> None:
     """Add a check kind; registering a custom kind again replaces it, a built-in one raises.
 
     ``validate`` lists what is wrong with a spec (a plan with such a spec is refused with
     them); ``describe`` is the one line the planner is shown (default ``{"kind": "<kind>"}``);
     ``validate_in_scope`` lists what is wrong with a valid spec given what its plan step
-    will reach (:class:`CheckScope`).
+    will reach (:class:`CheckScope`); ``offered=False`` keeps the kind out of the planner's
+    list (it still runs and validates).
     """
     if not isinstance(kind, str) or not kind.strip() or not callable(fn):
         msg = "register_check needs a non-empty kind name and a callable"
@@ -147,7 +152,7 @@ def register_check(
     if not isinstance(line, str) or not line.strip() or "\n" in line:
         msg = f"describe for check kind {kind!r} must be one non-blank line of text"
         raise ValueError(msg)
-    _CHECKS[kind] = CheckKind(fn, validate, line.strip(), validate_in_scope)
+    _CHECKS[kind] = CheckKind(fn, validate, line.strip(), validate_in_scope, offered=offered)
 
 
 def seal_builtin_kinds() -> None:
@@ -165,7 +170,7 @@ def builtin_kinds() -> frozenset[str]:
 def describe_kinds() -> str:
     """The planner prompt's list of check kinds: one ``  - <describe>`` line per registered
     kind, in registration order (the built-in ones first)."""
-    return "\n".join(f"  - {entry.describe}" for entry in _CHECKS.values())
+    return "\n".join(f"  - {entry.describe}" for entry in _CHECKS.values() if entry.offered)
 
 
 def current_judge() -> tuple[ChatModelLike | None, str]:
@@ -197,7 +202,7 @@ def validate_check_spec(spec: Any, scope: CheckScope | None = None) -> list[str]
     if not isinstance(spec, Mapping):
         return [f"must be an object, a rubric string or null, not {type(spec).__name__}"]
     kind = spec.get("kind")
-    known = ", ".join(sorted(_CHECKS))
+    known = ", ".join(sorted(name for name, entry in _CHECKS.items() if entry.offered))
     if kind is None:
         return [f"needs a 'kind', one of: {known}"]
     if not isinstance(kind, str) or kind not in _CHECKS:

@@ -50,7 +50,7 @@ def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
     failed = run_check(spec, {"stats.py": buggy}, "stats.py")
     assert not failed["passed"]
     assert "median([1, 2, 3, 4]) returned 3.5, expected 2.5" in failed["evidence"]
-    assert failed["kind"] == "non_empty+python"
+    assert failed["kind"] == "python"  # the deciding part: a kind of the design's table
     assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
 
 
@@ -77,7 +77,9 @@ def test_a_module_without_the_goal_s_function_or_that_does_not_run_fails():
     empty = run_check(spec, {"roman.py": "  \n"}, "roman.py")
     assert not empty["passed"] and empty["kind"] == "non_empty"
     right = "def to_roman(n):\n    return 'I' * n\n"  # the floor is not the hidden tests
-    assert run_check(spec, {"roman.py": right}, "roman.py")["passed"]
+    passed = run_check(spec, {"roman.py": right}, "roman.py")
+    assert passed["passed"] and passed["kind"] == "python"
+    assert passed["evidence"].startswith("non_empty: ")  # every part's evidence, in order
 
 
 @pytest.mark.parametrize(
@@ -146,6 +148,14 @@ def test_an_all_check_that_cannot_run_is_refused_with_why(spec, error):
     assert errors and any(error in e for e in errors)
     report = run_check(spec, {"a.py": "x = 1"}, "a.py")
     assert not report["passed"] and "invalid check spec" in report["evidence"]
+
+
+def test_all_runs_and_validates_but_is_not_offered_to_the_planner():
+    from agent.checks import describe_kinds
+
+    assert '"kind": "all"' not in describe_kinds()
+    assert "all" not in validate_check_spec({"pattern": "x"})[0]  # the kinds an error lists
+    assert validate_check_spec({"kind": "all", "checks": [{"kind": "exists"}]}) == []
 
 
 def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
