@@ -49,14 +49,8 @@ __all__ = [
     "validate_check_spec",
 ]
 
-for _family in (
-    text,
-    code,
-    sql,
-    citations,
-    rubric,
-    composite,
-):  # the order the planner sees the kinds in
+# the order the planner sees the kinds in (``all`` is not offered: agent.checks.composite)
+for _family in (text, code, sql, citations, rubric, composite):
     _family.register()
 seal_builtin_kinds()
 del _family

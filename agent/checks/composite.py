@@ -20,10 +20,11 @@ from agent.checks.registry import (
 )
 from agent.checks.report import CheckReport, make_report
 
-__all__ = ["MAX_PARTS", "check_kinds", "register"]
+__all__ = ["MAX_PARTS", "PRESENCE", "check_kinds", "register"]
 
 MAX_PARTS = 8
-_PRESENCE = frozenset({"exists", "non_empty"})
+PRESENCE = frozenset({"exists", "non_empty"})
+"""Kinds that only say the artifact is there: never the deciding part of a pass."""
 
 
 def check_kinds(spec: Any) -> Iterator[str]:
@@ -76,7 +77,7 @@ def _check_all(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
         if not report["passed"]:
             return make_report(report["kind"], False, report["score"], "; ".join([line, *evidence]))
         evidence.append(line)
-        if decided is None and report["kind"] not in _PRESENCE:
+        if decided is None and report["kind"] not in PRESENCE:
             decided = report["kind"]
     return make_report(decided or report["kind"], True, 1.0, "; ".join(evidence))
 

@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from agent.checks import check_kinds
+from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
 from agent.plan.needs import named_files
 from agent.plan.steps import Step
@@ -49,7 +50,6 @@ __all__ = [
 
 WEAK_KINDS = frozenset({"exists", "non_empty", "contains", "regex", "rubric"})
 """Kinds that neither run nor parse the artifact: alone, they cannot prove it works."""
-_PRESENCE = frozenset({"exists", "non_empty"})
 
 # a call written in the goal: a name (not an attribute) right before "("
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
@@ -72,14 +72,14 @@ def raise_to_floor(steps: list[Step], goal: str, *, databases: Collection[str] =
     """``steps`` with every weak check raised to its artifact's floor (module docstring)."""
     out = []
     for step in steps:
-        floor = floor_check(step, steps, goal, databases=databases)
-        kinds = set(check_kinds(step.done_when))
-        if floor is None or not kinds <= WEAK_KINDS:
+        weak = set(check_kinds(step.done_when)) <= WEAK_KINDS
+        floor = floor_check(step, steps, goal, databases=databases) if weak else None
+        if floor is None:
             out.append(step)
             continue
         own = _parts(step.done_when)
         parts = [{"kind": "non_empty"}, floor]
-        parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in _PRESENCE)]
+        parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in PRESENCE)]
         raised = {"kind": "all", "checks": parts, "floor": True}
         out.append(step.model_copy(update={"done_when": raised}))
     return out
@@ -103,7 +103,7 @@ def floor_check(
     path = step.expected_output
     suffix = posixpath.splitext(path)[1].lower()
     asked = named_files(goal)
-    if suffix == ".py":
+    if _is_module(path):
         return _module_floor(step, steps, goal, asked)
     if suffix == ".json":
         jsons = [f for f in asked if f.lower().endswith(".json")]
@@ -126,17 +126,21 @@ def _module_floor(
         s.expected_output
         for s in steps
         if s.step_id != step.step_id
-        and s.expected_output.endswith(".py")
+        and _is_module(s.expected_output)
         and not _is_test_file(s.expected_output)
     }
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
         return None  # a sibling it may import is not written yet when its check runs
-    modules = [f for f in asked if f.endswith(".py") and not _is_test_file(f)]
+    modules = [f for f in asked if _is_module(f) and not _is_test_file(f)]
     if modules != [path]:
         return examples_check([], [])
     examples = goal_examples(goal)
     names = list(dict.fromkeys([*goal_functions(goal), *(_called(c) for c, _ in examples)]))
     return examples_check(names, examples)
+
+
+def _is_module(path: str) -> bool:
+    return posixpath.splitext(path)[1].lower() == ".py"
 
 
 def _is_test_file(path: str) -> bool:
