@@ -9,9 +9,11 @@ the check becomes an ``all`` of ``non_empty``, the floor its artifact's kind all
 the planner's own check (marked ``"floor": true``, so a replan is shown the planner's check
 alone: :func:`without_floor`):
 
-- a ``.py`` runs, defines the functions the goal writes as calls (``to_roman(n: int)``) and
-  meets the examples the goal states (``median([1, 2, 3, 4]) should be 2.5``); names and
-  examples only when the goal names this file as its one module, and the floor at all only
+- a ``.py`` runs, defines the functions the goal writes as calls (``to_roman(n: int)``),
+  meets the examples the goal states (``median([1, 2, 3, 4]) should be 2.5``), and, called
+  with values of the types its signature states (``to_roman(1)``), raises no error of broken
+  code (``TypeError``, ``NameError`` …) and returns the stated type; names, examples and
+  calls only when the goal names this file as its one module, and the floor at all only
   when every other module the plan writes is one the step depends on (a module imports its
   siblings when it runs). Test files are left to the check that runs them;
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
@@ -44,6 +46,7 @@ __all__ = [
     "goal_examples",
     "goal_functions",
     "goal_json_keys",
+    "goal_smoke_calls",
     "raise_to_floor",
     "without_floor",
 ]
@@ -136,7 +139,7 @@ def _module_floor(
         return examples_check([], [])
     examples = goal_examples(goal)
     names = list(dict.fromkeys([*goal_functions(goal), *(_called(c) for c, _ in examples)]))
-    return examples_check(names, examples)
+    return examples_check(names, examples, smoke=goal_smoke_calls(goal))
 
 
 def _is_module(path: str) -> bool:
@@ -162,6 +165,101 @@ def goal_functions(goal: str) -> list[str]:
     return list(
         dict.fromkeys(n for n in names if n not in _NOT_FUNCTIONS and not n.startswith("test"))
     )
+
+
+def goal_smoke_calls(goal: str) -> list[tuple[str, str]]:
+    """``(call, returns)`` for each signature the goal writes whose required parameters all
+    have a type a value can be made for (``to_roman(n: int) -> str`` → ``("to_roman(1)",
+    "str")``); ``returns`` is the stated return type when it is one a check can tell
+    (``str``, ``int``, ``list`` …, ``None``), else empty. A function without required
+    parameters is not called: it may do anything."""
+    calls: dict[str, tuple[str, str]] = {}
+    for match in _CALL.finditer(goal):
+        name = match.group(1)
+        if name in _NOT_FUNCTIONS or name.startswith("test") or name in calls:
+            continue
+        end = _closing_paren(goal, match.end() - 1)
+        if end is None:
+            continue
+        returns = _RETURNS.match(goal, end)
+        source = f"def {goal[match.start() : end]}" + (f" -> {returns.group(1)}" if returns else "")
+        try:
+            node = ast.parse(source + ": pass").body[0]
+        except SyntaxError:
+            continue
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        call = _smoke_call(node)
+        if call is not None:
+            calls[name] = (call, _result_type(node.returns))
+    return list(calls.values())
+
+
+_RETURNS = re.compile(r"\s*->\s*([A-Za-z_][\w.]*(?:\[[^\]\n]{0,80}\])?(?:\s*\|\s*None)?)")
+_SAMPLES = {
+    "int": "1",
+    "float": "1.5",
+    "str": "'abc'",
+    "bool": "True",
+    "bytes": "b'abc'",
+    "list": "[1, 2, 3]",
+    "tuple": "(1, 2)",
+    "set": "{1, 2}",
+    "dict": "{'a': 1}",
+}
+_ITEMS = {"int": "[1, 2, 3]", "float": "[1.5, 2.5]", "str": "['a', 'b']", "bool": "[True, False]"}
+_SEQUENCES = frozenset({"list", "List", "Sequence", "Iterable", "Collection"})
+_CHECKED_RESULTS = frozenset(_SAMPLES) | {"None"}
+
+
+def _smoke_call(fn: ast.FunctionDef) -> str | None:
+    """A call of ``fn`` with a value for each required parameter, or None when one has no
+    type a value can be made for (or there is none: nothing to call it with)."""
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    required = positional[: len(positional) - len(args.defaults)]
+    keywords = [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    if not required and not keywords or (required and required[0].arg in {"self", "cls"}):
+        return None
+    values = [_sample(a.annotation) for a in [*required, *keywords]]
+    if any(v is None for v in values):
+        return None
+    shown = values[: len(required)] + [
+        f"{a.arg}={v}" for a, v in zip(keywords, values[len(required) :], strict=True)
+    ]
+    return f"{fn.name}({', '.join(str(v) for v in shown)})"
+
+
+def _sample(annotation: ast.expr | None) -> str | None:
+    """A value (as source) of the type ``annotation`` names, or None for a type not known."""
+    if isinstance(annotation, ast.Name):
+        return _SAMPLES.get(annotation.id)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        right_none = isinstance(annotation.right, ast.Constant) and annotation.right.value is None
+        return _sample(annotation.left) if right_none else None
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name):
+        outer, inner = annotation.value.id, annotation.slice
+        if outer == "Optional":
+            return _sample(inner)
+        if outer in _SEQUENCES or outer == "list":
+            item = inner.id if isinstance(inner, ast.Name) else ""
+            return _ITEMS.get(item)
+        if outer in {"dict", "Dict", "Mapping"}:
+            pair = ast.unparse(inner).strip("()").replace(" ", "")
+            return "{'a': 1}" if pair == "str,int" else None
+    return None
+
+
+def _result_type(annotation: ast.expr | None) -> str:
+    """The type a check can tell a result by (``list[int]`` → ``list``), or ""."""
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return "None"
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name):
+        outer = annotation.value.id.lower()
+        return outer if outer in {"list", "dict", "tuple", "set"} else ""
+    if isinstance(annotation, ast.Name) and annotation.id in _CHECKED_RESULTS:
+        return annotation.id
+    return ""
 
 
 def goal_examples(goal: str) -> list[tuple[str, str]]:

@@ -83,6 +83,35 @@ def test_a_module_without_the_goal_s_function_or_that_does_not_run_fails():
 
 
 @pytest.mark.parametrize(
+    ("source", "evidence"),
+    [
+        # what the 0.5B ended success on: defined, but broken when called
+        ("def to_roman(n):\n    return ''.join(n)\n", "to_roman(1) raised TypeError"),
+        ("def to_roman(n):\n    return numerals[n]\n", "to_roman(1) raised NameError"),
+        ("def to_roman(n):\n    raise NotImplementedError\n", "raised NotImplementedError"),
+        ("def to_roman(n):\n    return 1\n", "to_roman(1) returned 1 (int), expected a str"),
+        ("def to_roman(n):\n    pass\n", "to_roman(1) returned None (NoneType), expected a str"),
+    ],
+)
+def test_a_function_broken_when_called_with_its_stated_types_fails(source, evidence):
+    spec = floor_of(goal("function"), "roman.py")
+    report = run_check(spec, {"roman.py": source}, "roman.py")
+    assert not report["passed"] and evidence in report["evidence"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def to_roman(n):\n    raise ValueError(n)\n",  # the goal may refuse a value
+        "class S(str):\n    pass\ndef to_roman(n):\n    return S('I')\n",  # a str
+    ],
+)
+def test_a_smoke_call_refusing_the_value_or_returning_a_subtype_passes(source):
+    spec = floor_of(goal("function"), "roman.py")
+    assert run_check(spec, {"roman.py": source}, "roman.py")["passed"]
+
+
+@pytest.mark.parametrize(
     "content",
     [
         '{"kind": "non_empty"}',  # what the 0.5B wrote into deploy.json

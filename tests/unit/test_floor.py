@@ -12,6 +12,7 @@ from agent.plan.floor import (
     goal_examples,
     goal_functions,
     goal_json_keys,
+    goal_smoke_calls,
     raise_to_floor,
     without_floor,
 )
@@ -87,6 +88,26 @@ def test_functions_are_the_calls_and_signatures_the_goal_writes():
         "str.join(a), and test_roman(x) is the tests' business. Use median ( of the list."
     )
     assert goal_functions(goal) == ["to_roman"]
+
+
+@pytest.mark.parametrize(
+    ("goal", "calls"),
+    [
+        ("Write to_roman(n: int) -> str in roman.py.", [("to_roman(1)", "str")]),
+        ("mean(xs: list[float]) -> float", [("mean([1.5, 2.5])", "float")]),
+        ("count(s: str, *, ch: str) -> int", [("count('abc', ch='abc')", "int")]),
+        ("f(x: Optional[int], m: dict[str, int]) -> dict[str, int]", [("f(1, {'a': 1})", "dict")]),
+        ("top(xs: list[int]) -> int | None", [("top([1, 2, 3])", "")]),
+        ("log(msg: str) -> None", [("log('abc')", "None")]),
+        ("parse(doc: Document) -> str", []),  # no value can be made for a type not known
+        ("main() -> None", []),  # nothing to call it with: it may do anything
+        ("area(w: int, h: int = 2)", [("area(1)", "")]),
+        ("Shape.area(self, k: int) -> float", []),  # a method
+        ("it must not call print(x: int)", []),  # a builtin
+    ],
+)
+def test_smoke_calls_are_made_from_the_signatures_the_goal_writes(goal, calls):
+    assert goal_smoke_calls(goal) == calls
 
 
 def test_top_level_json_keys_are_the_least_nested_ones():
