@@ -137,7 +137,7 @@ class FakeAnthropic(WireFake):
 
     def message(self, body: dict[str, Any]) -> dict[str, Any]:
         """A ``message`` object answering one request body."""
-        role, answer = scripted_answer(self.scenario, to_langchain(body))
+        role, answer = scripted_answer(self.scenario, to_langchain(body), self.planned)
         content: list[dict[str, Any]] = []
         tool = forced_tool(body)
         structured = role in STRUCTURED_ROLES and (tool is not None or wants_json(body))

@@ -110,7 +110,7 @@ class FakeOllama(WireFake):
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """The final (``done``) chat response to one request body, with the whole message."""
-        role, answer = scripted_answer(self.scenario, to_langchain(body))
+        role, answer = scripted_answer(self.scenario, to_langchain(body), self.planned)
         message: dict[str, Any] = {"role": "assistant", "content": ""}
         tool = structured_tool(role, body)
         fmt = body.get("format")

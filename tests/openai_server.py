@@ -39,10 +39,9 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from agent.models.scenarios import scenario_model
-from tests.wire_server import call_metadata, role_of
+from tests.wire_server import PlannedSteps, role_of, scripted_answer
 
-__all__ = ["FakeOpenAI", "call_metadata", "error_body", "role_of", "serve", "to_langchain"]
+__all__ = ["FakeOpenAI", "error_body", "role_of", "serve", "to_langchain"]
 
 COMPLETION_TOKENS = 7
 TOKENS_PER_MESSAGE = 10
@@ -115,6 +114,7 @@ class FakeOpenAI:
 
     scenario: str = "happy"
     base_url: str = ""
+    planned: PlannedSteps = field(default_factory=PlannedSteps)
     requests: list[dict[str, Any]] = field(default_factory=list)
     # one entry per answered request: {"role", "prompt_tokens", "completion_tokens", ...}
     answers: list[dict[str, Any]] = field(default_factory=list)
@@ -176,9 +176,7 @@ class FakeOpenAI:
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """A ``chat.completion`` object for one request body."""
         messages = to_langchain(body["messages"])
-        role = role_of(messages)
-        config = {"metadata": call_metadata(role, messages)}
-        answer = scenario_model(self.scenario, role).invoke(messages, config=config)
+        role, answer = scripted_answer(self.scenario, messages, self.planned)
 
         message: dict[str, Any] = {"role": "assistant", "content": None}
         function = structured_function(body)

@@ -34,16 +34,17 @@ def decisions(graph: Any, thread_id: str) -> list[dict]:
 
 
 def first_drafts(
-    requests: list[dict[str, Any]],
+    server: Any,
     to_langchain: Callable[[dict[str, Any]], list[BaseMessage]],
     opening: int,
 ) -> list[tuple[str, str, int]]:
-    """(role, step_id, revision) of every subagent request that starts a draft: the ones
-    whose body holds only the ``opening`` messages (the system prompt may travel apart)."""
+    """(role, step_id, revision) of every subagent request a fake ``server`` received that
+    starts a draft: the ones whose body holds only the ``opening`` messages (the system
+    prompt may travel apart)."""
     found = []
-    for body in requests:
+    for body in server.requests:
         messages = to_langchain(body)
-        meta = call_metadata(role_of(messages), messages)
+        meta = call_metadata(role_of(messages), messages, server.planned)
         if "step_id" in meta and len(body["messages"]) == opening:
             found.append((meta["role"], meta["step_id"], meta["revision"]))
     return found

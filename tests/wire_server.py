@@ -5,7 +5,9 @@ usage reported per role, and a threaded HTTP server on a free localhost port.
 
 The metadata the agent gives each call does not travel over the wire, so a server recovers
 it (the role, a step's id and revision) from the prompt files themselves: it keeps working
-however the prompts are worded.
+however the prompts are worded. A step asked directly (``subagent_direct*``) is named by its
+artifact only, so a server remembers the step ids of the plans it answered
+(:class:`PlannedSteps`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ STRUCTURED_ROLES = ("planner", "reflection", "judge")
 # the prompt file each role's system message is rendered from
 _SYSTEM_PROMPTS = {"planner": "planner", "reflection": "reflection", "judge": "judge"}
 # the prompt files a subagent's task is rendered from, and whether each is a revision
-_TASK_PROMPTS = {"subagent_task": 0, "subagent_revision": 1}
+_TASK_PROMPTS = {
+    "subagent_task": 0,
+    "subagent_revision": 1,
+    "subagent_direct": 0,
+    "subagent_direct_revision": 1,
+}
 
 
 def role_of(messages: list[BaseMessage]) -> str:
@@ -48,9 +55,34 @@ def role_of(messages: list[BaseMessage]) -> str:
     return next(found, "subagent")
 
 
-def call_metadata(role: str, messages: list[BaseMessage]) -> dict[str, Any]:
+@dataclass
+class PlannedSteps:
+    """The step ids of the plans a server answered, by artifact: what names a step asked
+    directly, whose prompt names only its artifact."""
+
+    ids: dict[str, str] = field(default_factory=dict)
+
+    def learn(self, role: str, answer: AIMessage) -> None:
+        """Remember the steps of a planner's answer (a later plan's ids win)."""
+        if role != "planner":
+            return
+        try:
+            steps = json_args(answer).get("steps") or []
+        except (ValueError, TypeError):
+            return
+        for step in steps if isinstance(steps, list) else []:
+            if isinstance(step, dict) and {"step_id", "expected_output"} <= set(step):
+                self.ids[str(step["expected_output"])] = str(step["step_id"])
+
+    def step_id(self, expected_output: str) -> str:
+        return self.ids.get(expected_output, "")
+
+
+def call_metadata(
+    role: str, messages: list[BaseMessage], planned: PlannedSteps | None = None
+) -> dict[str, Any]:
     """The metadata the agent gave the call (``agent.models.factory.Metered``), recovered from the
-    values filled into its first human message."""
+    values filled into its first human message (a direct step's id from ``planned``)."""
     human = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
     metadata: dict[str, Any] = {"role": role}
     if role == "planner":
@@ -58,16 +90,23 @@ def call_metadata(role: str, messages: list[BaseMessage]) -> dict[str, Any]:
         return metadata | {k: values.get(k, "") for k in ("answer", "reason")}
     for name, revision in _TASK_PROMPTS.items():
         if (values := prompt_values(name, human)) is not None:
-            keys = ("step_id", "expected_output", "instructions")
-            return metadata | {k: values[k] for k in keys} | {"revision": revision}
+            path = values["expected_output"]
+            step_id = values.get("step_id") or (planned or PlannedSteps()).step_id(path)
+            found = {"step_id": step_id, "expected_output": path, "revision": revision}
+            return metadata | found | {"instructions": values["instructions"]}
     return metadata
 
 
-def scripted_answer(scenario: str, messages: list[BaseMessage]) -> tuple[str, AIMessage]:
-    """The role that sent ``messages`` and the scripted scenario's answer to them."""
+def scripted_answer(
+    scenario: str, messages: list[BaseMessage], planned: PlannedSteps
+) -> tuple[str, AIMessage]:
+    """The role that sent ``messages`` and the scripted scenario's answer to them; a plan's
+    step ids are remembered in ``planned``."""
     role = role_of(messages)
-    config = {"metadata": call_metadata(role, messages)}
-    return role, scenario_model(scenario, role).invoke(messages, config=config)
+    config = {"metadata": call_metadata(role, messages, planned)}
+    answer = scenario_model(scenario, role).invoke(messages, config=config)
+    planned.learn(role, answer)
+    return role, answer
 
 
 def json_text(answer: AIMessage) -> str:
@@ -90,6 +129,7 @@ class WireFake:
 
     scenario: str = "happy"
     base_url: str = ""
+    planned: PlannedSteps = field(default_factory=PlannedSteps)
     requests: list[dict[str, Any]] = field(default_factory=list)
     # one entry per answered request: {"role", "input_tokens", "output_tokens", ...}
     answers: list[dict[str, Any]] = field(default_factory=list)

@@ -68,12 +68,15 @@ def direct_inputs(
 ) -> dict[str, str] | None:
     """The files to put in a direct prompt (the step's readable inputs, its own artifact
     aside), or None when the step needs its tools: extra tools (search, MCP, ...), a check
-    that needs their results, or more input than a prompt should carry."""
+    that needs their results, or more input (its own draft included) than a prompt should
+    carry."""
     if extra_tools or TOOL_CHECKS.intersection(check_kinds(step.get("done_when"))):
         return None
-    paths = [p for p in readable_inputs(workspace) if p != step["expected_output"]]
+    path = step["expected_output"]
+    paths = [p for p in readable_inputs(workspace) if p != path]
     files = {p: workspace.read(p) for p in paths[: DIRECT_INPUT_FILES + 1]}
-    if len(files) > DIRECT_INPUT_FILES or sum(map(len, files.values())) > DIRECT_INPUT_CHARS:
+    size = sum(map(len, files.values())) + len(workspace.contents().get(path, ""))
+    if len(files) > DIRECT_INPUT_FILES or size > DIRECT_INPUT_CHARS:
         return None
     return files
 

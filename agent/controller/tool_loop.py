@@ -93,7 +93,8 @@ class ToolLoop:
         nudged = stubbed = False
         self.caller.new_draft()
         for turn in range(self.max_turns):
-            native = self.binds()
+            withheld = draft.direct and self.binds()  # asked directly: for a fence
+            native = self.binds() and not withheld
             bound = list(self.tools.values()) if native else []  # else described in text
             answer = await self._answer(messages, bound, metadata)
             answer, recovered = recover_text_calls(
@@ -103,7 +104,7 @@ class ToolLoop:
                 id_prefix=f"text-{self.records.step_id}-{draft.revision}-{turn}-",
                 fence_counts=not draft.wrote() or draft.rewrite_asked,
             )
-            if answer.tool_calls:
+            if answer.tool_calls and not withheld:  # else it tells nothing of tool calling
                 TOOL_CALLING.record(self.model_key, native=not recovered)
             messages.append(answer)
             if answer.tool_calls or answer.invalid_tool_calls:

@@ -112,11 +112,13 @@ class StepWorker:
 
     async def agenerate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
         """One draft: a bounded tool-calling conversation; the artifact is what it wrote.
-        Without tool schemas, a step that needs no tool is asked directly (its inputs in
-        the prompt, the artifact in a fence: :mod:`agent.controller.prompting`)."""
+        A step that needs no tool is asked directly (its inputs in the prompt, the artifact
+        in a fence: :mod:`agent.controller.prompting`) for every revision, and for its
+        first draft too when the model is not given tool schemas."""
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
-        direct = None if self.tool_loop.binds() else self.direct_inputs()
+        asks_directly = feedback is not None or not self.tool_loop.binds()
+        direct = self.direct_inputs() if asks_directly else None
         path = self.step["expected_output"]
         draft = Draft(self.workspace, path, self.revision, direct=direct is not None)
         if direct is not None:

@@ -55,7 +55,7 @@ def server(monkeypatch):
 
 
 def tasks(server) -> list[tuple[str, str, int]]:
-    return first_drafts(server.requests, to_langchain, opening=1)
+    return first_drafts(server, to_langchain, opening=1)
 
 
 def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(server, graph):
@@ -74,8 +74,8 @@ def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(
     revision = next(
         values
         for body in server.requests_by_role("coder")
-        if (values := prompt_values("subagent_revision", _first_user_text(body)))
-        and values["step_id"] == "S3"
+        if (values := prompt_values("subagent_direct_revision", _first_user_text(body)))
+        and values["expected_output"] == "slugify.py"
     )
     assert "pytest" in revision["done_when"] and "assert" in revision["issues"]
     patched = [

@@ -56,7 +56,7 @@ def server(monkeypatch):
 
 
 def drafts(server) -> list[tuple[str, str, int]]:
-    return first_drafts(server.requests, to_langchain, opening=2)
+    return first_drafts(server, to_langchain, opening=2)
 
 
 def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(server, graph):
@@ -74,8 +74,8 @@ def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(
     revision = next(
         values
         for body in server.requests_by_role("coder")
-        if (values := prompt_values("subagent_revision", body["messages"][1]["content"]))
-        and values["step_id"] == "S3"
+        if (values := prompt_values("subagent_direct_revision", body["messages"][1]["content"]))
+        and values["expected_output"] == "slugify.py"
     )
     assert "pytest" in revision["done_when"] and "assert" in revision["issues"]
     calls = [

@@ -8,6 +8,7 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from agent.controller.prompting import DIRECT_INPUT_CHARS
 from agent.controller.records import StepRun, defect_signature
 from agent.controller.revise import LoopConfig
 from agent.controller.sources import CitationSources
@@ -73,8 +74,29 @@ def test_failing_evidence_reaches_the_revision_and_the_patch_passes():
     w, model = worker(FAIL_THEN_PATCH)
     run = execute(w)
     revision_prompt = str(model.calls[2][1].content)
-    assert prompt_values("subagent_revision", revision_prompt) and "lacks" in revision_prompt
+    # a revision is asked directly: the draft and its evidence in the prompt
+    values = prompt_values("subagent_direct_revision", revision_prompt)
+    assert values and values["draft"] == "nope\n" and "lacks" in values["issues"]
     assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["rounds"] == 1
+
+
+def test_a_revision_answered_with_the_file_in_a_fence_is_the_new_draft():
+    w, model = worker(
+        [tool_call("write_file", path="out.txt", content="nope"), "done", "```text\nOK\n```"]
+    )
+    run = execute(w)
+    assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["content"] == "OK\n"
+    assert len(model.calls) == 3  # the fence is the answer: no "one short line" asked for
+
+
+def test_a_draft_too_big_for_a_prompt_is_revised_through_the_tools():
+    big = "x" * DIRECT_INPUT_CHARS + "nope"
+    w, model = worker(
+        [tool_call("write_file", path="out.txt", content=big), "done", *FAIL_THEN_PATCH[2:]]
+    )
+    run = execute(w)
+    assert prompt_values("subagent_revision", str(model.calls[2][1].content))
+    assert run.files["out.txt"]["status"] == "done"  # patched by edit_file
 
 
 def test_an_unresolved_artifact_leaves_a_critique_with_its_open_issues():
