@@ -9,6 +9,10 @@ here rather than sent back to the model, which repeats them:
 
 - ``<file>:<anything>``, as a step's output or a pytest check's test, is ``<file>`` when
   ``<file>`` is a file the goal names, a thread file or another step's output;
+- an output in the steps' scratch space (``work/S1/stats.py``, ``work/stats.py``: what a
+  replan copies from the critiques it is shown) is the path below it (``stats.py``) when
+  that is a file the goal names, a thread file or another step's output, and the checks
+  that name the old path name the new one;
 
 - a check that names a file another step writes makes its step depend on that step (when
   that adds no cycle);
@@ -26,8 +30,15 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from agent.plan.steps import Step, dependency_cycle
+from agent.vfs.entries import SCRATCH, is_scratch
 
-__all__ = ["depend_on_checked_files", "named_files", "needed_steps", "without_references"]
+__all__ = [
+    "depend_on_checked_files",
+    "named_files",
+    "needed_steps",
+    "out_of_scratch",
+    "without_references",
+]
 
 # a relative file name in the goal's text, not the tail of an absolute or climbing path; its
 # extension starts with a letter, so "2.5" or "v1.2" is not a file
@@ -62,6 +73,49 @@ def without_references(steps: list[Step], known: Collection[str]) -> list[Step]:
                 update["done_when"] = {**check, "tests": list(dict.fromkeys(fixed))}
         out.append(step.model_copy(update=update) if update else step)
     return out
+
+
+def out_of_scratch(steps: list[Step], known: Collection[str]) -> list[Step]:
+    """``steps`` with each scratch output (``work/S1/stats.py``) moved to the path below
+    the scratch folder (``stats.py``) where that path is known: in ``known`` (the goal's
+    and the thread's files) or another step's output; a check naming the old path names
+    the new one. Unknown paths stay, for ``plan_errors`` to refuse."""
+    ids = {s.step_id for s in steps}
+    files = set(known) | {s.expected_output for s in steps if not is_scratch(s.expected_output)}
+    moved: dict[str, str] = {}
+    for step in steps:
+        path = step.expected_output
+        if not is_scratch(path):
+            continue
+        below = path[len(SCRATCH) :]
+        head, _, rest = below.partition("/")
+        target = rest if rest and (head in ids or re.fullmatch(r"S\d+", head)) else below
+        if target in files:
+            moved[path] = target
+    if not moved:
+        return steps
+    return [_moved(step, moved) for step in steps]
+
+
+def _moved(step: Step, moved: dict[str, str]) -> Step:
+    update: dict[str, Any] = {}
+    if step.expected_output in moved:
+        update["expected_output"] = moved[step.expected_output]
+    check = _renamed(step.done_when, moved)
+    if check != step.done_when:
+        update["done_when"] = check
+    return step.model_copy(update=update) if update else step
+
+
+def _renamed(value: Any, moved: dict[str, str]) -> Any:
+    """``value`` (a check spec) with every string that is a moved path replaced."""
+    if isinstance(value, str):
+        return moved.get(value, value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, moved) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, moved) for v in value]
+    return value
 
 
 def depend_on_checked_files(steps: list[Step]) -> list[Step]:

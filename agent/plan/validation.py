@@ -9,10 +9,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agent.plan.floor import raise_to_floor
-from agent.plan.needs import depend_on_checked_files, needed_steps, without_references
+from agent.plan.needs import (
+    depend_on_checked_files,
+    needed_steps,
+    out_of_scratch,
+    without_references,
+)
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import PlanDraft, Step, dependency_cycle
-from agent.vfs.entries import is_scratch
+from agent.vfs.entries import SCRATCH, is_scratch
 from agent.vfs.filenames import fold
 
 if TYPE_CHECKING:
@@ -100,7 +105,11 @@ def _output_errors(step: Step, outputs: dict[str, str], folded: dict[str, str]) 
         errors.append(f"steps {outputs[output]} and {step.step_id} both produce {output!r}")
     outputs.setdefault(output, step.step_id)
     if is_scratch(output):
-        errors.append(f"step {step.step_id}: work/ is scratch space, not an artifact")
+        below = output[len(SCRATCH) :].rpartition("/")[2] or "notes.md"
+        errors.append(
+            f"step {step.step_id}: work/ is scratch space, not an artifact; a step's "
+            f"expected_output is a file outside work/ (such as {below!r})"
+        )
     return errors
 
 
@@ -129,7 +138,8 @@ def parse_plan(
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
     Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
-    known file, steps that write the same file are merged
+    known file, a scratch output (``work/S1/stats.py``) is moved to the known file below
+    it, steps that write the same file are merged
     (:func:`merge_same_outputs`), a step depends on the steps writing the files its check
     names, and only the steps that the files the goal names (``asked``) need are kept
     (:mod:`agent.plan.needs`); then a check that cannot prove its artifact works is raised
@@ -151,7 +161,7 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
-    steps = without_references(steps, [*asked, *files])
+    steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
     steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
     steps = raise_to_floor(steps, goal, databases=databases)
     errors = plan_errors(

@@ -260,6 +260,36 @@ def test_another_steps_scratch_file_is_no_thread_file_for_a_check():
     assert len(model.calls) == 3  # the same plan twice: a third try, shown an example
 
 
+@pytest.mark.parametrize("scratch", ["work/S1/stats.py", "work/S7/stats.py", "work/stats.py"])
+def test_a_scratch_output_below_which_is_a_known_file_writes_that_file(scratch):
+    # a replan shown work/S1/critique.json planned the fix into the scratch space
+    plan = [
+        step("S2", scratch, action="coder", check={"kind": "python", "code": "assert 1"}),
+        step("S3", "notes.md", deps=("S2",), check={"kind": "contains", "all": [scratch]}),
+    ]
+    steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, files=["stats.py"])
+    assert errors == [] and steps[0].expected_output == "stats.py"
+    assert steps[1].done_when == {"kind": "contains", "all": ["stats.py"]}
+
+
+def test_a_scratch_output_below_which_is_another_steps_file_is_merged_into_that_step():
+    plan = [
+        step("S1", "app.py", action="coder"),
+        step("S2", "work/S1/app.py", action="coder", deps=("S1",), text="Improve app.py."),
+    ]
+    steps, errors = parse(plan)
+    assert errors == [] and ids(steps) == ["S1"] and "Improve app.py." in steps[0].instructions
+
+
+def test_a_scratch_output_of_an_unknown_file_is_refused_with_a_path_to_use():
+    steps, errors = parse([step("S1", "work/S1/analysis.md")])
+    assert steps is None
+    assert errors == [
+        "step S1: work/ is scratch space, not an artifact; a step's expected_output is a "
+        "file outside work/ (such as 'analysis.md')"
+    ]
+
+
 # ------------------------------------------------------------------ what the goal needs
 
 
