@@ -54,6 +54,16 @@ def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
     assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
 
 
+def test_a_planner_s_python_check_that_misses_the_stated_bug_no_longer_passes_it():
+    odd_only = {"kind": "python", "code": "assert median([1, 2, 3]) == 2"}  # the 1.5B's
+    spec = floor_of(goal("bughunt"), "stats.py", odd_only)
+    buggy = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+    assert run_check(odd_only, {"stats.py": buggy}, "stats.py")["passed"]  # what it was
+    failed = run_check(spec, {"stats.py": buggy}, "stats.py")
+    assert not failed["passed"] and "returned 3.5, expected 2.5" in failed["evidence"]
+    assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
+
+
 @pytest.mark.parametrize(
     "source",
     [

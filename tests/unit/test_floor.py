@@ -162,8 +162,31 @@ def test_a_weak_check_on_a_module_gets_the_goal_s_names_and_examples(check):
     ],
 )
 def test_a_check_that_runs_or_parses_the_artifact_is_the_planner_s_evidence(check):
-    (kept,) = plan(step("S1", "x.py", action="coder", check=check), goal="Write x.py: f(1) is 2")
+    (kept,) = plan(step("S1", "x.py", action="coder", check=check), goal="Write x.py.")
     assert kept.done_when == check
+    (data,) = plan(step("S1", "x.json", check=check), goal="Write x.json: f(1) is 2")
+    assert data.done_when == check  # the goal's calls are not a JSON file's business
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        {"kind": "python", "code": "assert median([1, 2, 3]) == 2"},  # the 1.5B's, on bughunt
+        {"kind": "pytest", "tests": ["test_stats.py"]},
+    ],
+)
+def test_what_the_goal_states_of_its_module_is_asserted_before_a_strong_check(check):
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
+    steps = [
+        step("S1", "test_stats.py", action="coder"),
+        step("S2", "stats.py", action="coder", deps=("S1",), check=check),
+    ]
+    raised = plan(*steps, goal=goal)[1].done_when
+    parts = raised["checks"]
+    assert raised["floor"] and parts[1]["stated"]["examples"] == ["median([1, 2, 3, 4]) == 2.5"]
+    assert parts[2:] == [check] and without_floor(raised) == check
+    once = plan(*steps, goal=goal)
+    assert raise_to_floor(once, goal) == once  # raised once
 
 
 def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
