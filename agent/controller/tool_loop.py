@@ -3,13 +3,16 @@ results, until the model stops calling tools or the turns run out.
 
 The artifact is what the conversation wrote. A draft that wrote nothing is told once which
 tool and path to use; one whose module left functions without a body is told once to
-implement them. An answer that is the artifact in a code fence ends the draft. Every call
+implement them. An answer that is the artifact in a code fence ends the draft, and so does
+one that repeats the previous turn's calls exactly: their results would be the same (on
+the 1.5B, one ``write_file`` sent eight times in a row filled a draft's turns). Every call
 is summarised into the trajectory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -91,6 +94,7 @@ class ToolLoop:
         """Converse until the model stops calling tools (after at most one reminder of each
         kind) or ``max_turns`` answers; ``messages`` grows with the conversation."""
         nudged = stubbed = False
+        last_calls: str | None = None
         self.caller.new_draft()
         for turn in range(self.max_turns):
             withheld = draft.direct and self.binds()  # asked directly: for a fence
@@ -106,6 +110,12 @@ class ToolLoop:
             )
             if answer.tool_calls and not withheld:  # else it tells nothing of tool calling
                 TOOL_CALLING.record(self.model_key, native=not recovered)
+            calls = calls_signature(answer.tool_calls)
+            if calls is not None and calls == last_calls:
+                names = ", ".join(tool_name(c) for c in answer.tool_calls)
+                self.records.event("repeated_call", observation=f"{names} repeated: draft ends")
+                break
+            last_calls = calls
             messages.append(answer)
             if answer.tool_calls or answer.invalid_tool_calls:
                 messages.extend(await self._results(answer, from_text=bool(recovered)))
@@ -204,3 +214,12 @@ class ToolLoop:
         self.records.event("unimplemented", observation=f"reminded to implement {shown}"[:200])
         draft.rewrite_asked = True
         return unimplemented_reminder(draft.path, shown)
+
+
+def calls_signature(calls: Sequence[Mapping[str, Any]]) -> str | None:
+    """What a turn's tool calls do (names and arguments, not ids), to tell a repeat by; None
+    for a turn without calls."""
+    if not calls:
+        return None
+    done = [[tool_name(c), c.get("args")] for c in calls]
+    return json.dumps(done, sort_keys=True, default=repr)

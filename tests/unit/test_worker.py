@@ -80,6 +80,28 @@ def test_failing_evidence_reaches_the_revision_and_the_patch_passes():
     assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["rounds"] == 1
 
 
+def test_a_turn_repeating_the_last_turn_s_calls_ends_the_draft():
+    same = tool_call("write_file", path="out.txt", content="OK")
+    w, model = worker([same, tool_call("write_file", path="out.txt", content="OK"), "never"])
+    run = execute(w)
+    assert len(model.calls) == 2  # the repeat is not run again, and nothing more is asked
+    assert [e["action"] for e in run.trajectory] == [
+        "write_file",
+        "repeated_call",
+        "check",
+        "result",
+    ]
+    assert run.files["out.txt"]["status"] == "done"
+
+
+def test_the_same_call_after_another_one_is_no_repeat():
+    write = tool_call("write_file", path="out.txt", content="OK")
+    read = tool_call("read_file", path="out.txt")
+    w, model = worker([write, read, tool_call("write_file", path="out.txt", content="OK"), "done"])
+    execute(w)
+    assert len(model.calls) == 4
+
+
 def test_a_revision_answered_with_the_file_in_a_fence_is_the_new_draft():
     w, model = worker(
         [tool_call("write_file", path="out.txt", content="nope"), "done", "```text\nOK\n```"]
