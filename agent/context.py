@@ -112,6 +112,14 @@ class Context:
             "(and is retried as a transient error)."
         },
     )
+    max_output_tokens: int | None = field(
+        default=None,
+        metadata={
+            "description": "Most tokens one model answer may have, for every role of a model "
+            "named by string (none: the provider's default). A small local model can ramble "
+            "for thousands of tokens (the 1.5B once did in a plan); a cap ends that answer."
+        },
+    )
     chat_progress: bool = field(
         default=True,
         metadata={
@@ -248,6 +256,10 @@ class Context:
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             errors.append(("max_plan_steps", msg))
+        if "max_output_tokens" in typed and self.max_output_tokens is not None:
+            if self.max_output_tokens < 1:
+                msg = f"max_output_tokens must be positive, got {self.max_output_tokens}"
+                errors.append(("max_output_tokens", msg))
         for name in ("token_budget", "time_budget_s", "request_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
                 errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))

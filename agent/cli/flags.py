@@ -22,6 +22,7 @@ CONTEXT_FLAGS = {
     "structured_output": "structured_output",
     "tool_calling": "tool_calling",
     "request_timeout": "request_timeout_s",
+    "max_output_tokens": "max_output_tokens",
     "max_revisions": "max_revisions",
     "token_budget": "token_budget",
     "time_budget": "time_budget_s",
@@ -99,6 +100,10 @@ def models(p: argparse.ArgumentParser, note: str = "") -> None:
     _setting(
         g, "--request-timeout", "seconds one model request may take", type=float, metavar="S",
         env=not note,
+    )  # fmt: skip
+    _setting(
+        g, "--max-output-tokens", "most tokens one model answer may have (a small model that "
+        "rambles stops there)", type=int, metavar="N", env=not note,
     )  # fmt: skip
 
 

@@ -28,22 +28,25 @@ class Roles:
 
     def model_for(self, role: str, ctx: Context) -> BaseChatModel:
         """Explicit override, the subagent's own model, ``default``, then the Context; a
-        model named by string gets the Context's request timeout."""
-        timeout = ctx.request_timeout_s
+        model named by string gets the Context's request timeout and output cap."""
+        limits: dict[str, Any] = {
+            "timeout": ctx.request_timeout_s,
+            "max_tokens": ctx.max_output_tokens,
+        }
         if role in self.models:
-            return load_model(self.models[role], role, timeout=timeout)
+            return load_model(self.models[role], role, **limits)
         spec = self.registry.get(role)
         if spec and spec.get("model") is not None:
-            return load_model(spec["model"], role, timeout=timeout)
+            return load_model(spec["model"], role, **limits)
         if "default" in self.models:
-            return load_model(self.models["default"], role, timeout=timeout)
+            return load_model(self.models["default"], role, **limits)
         by_role: dict[str, Any] = {
             "planner": ctx.planner_model,
             JUDGE: ctx.judge_model,
             "reflection": ctx.reflection_model,
         }
         chosen = by_role.get(role, ctx.subagent_model) or ctx.model
-        return load_model(chosen, role, timeout=timeout)
+        return load_model(chosen, role, **limits)
 
     def metered(
         self, role: str, ctx: Context, metadata: Mapping[str, Any] | None = None

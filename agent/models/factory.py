@@ -76,11 +76,17 @@ def model_key(model: BaseChatModel) -> str:
 
 
 def load_model(
-    spec: str | BaseChatModel, role: str = "default", *, timeout: float | None = None
+    spec: str | BaseChatModel,
+    role: str = "default",
+    *,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> BaseChatModel:
     """Turn ``provider:name`` into a chat model; the one place models are constructed.
 
-    ``timeout``: seconds a request may take (``Context.request_timeout_s``; None: 120)."""
+    ``timeout``: seconds a request may take (``Context.request_timeout_s``; None: 120);
+    ``max_tokens``: the most tokens one answer may have (``Context.max_output_tokens``;
+    None: the provider's default). A model object is used as it is."""
     if isinstance(spec, BaseChatModel):
         return spec
     if not isinstance(spec, str) or ":" not in spec:
@@ -89,7 +95,7 @@ def load_model(
     provider, name = spec.split(":", 1)
     if provider == "scripted":
         return scenario_model(name, role)
-    return provider_model(provider, name, timeout=timeout)
+    return provider_model(provider, name, timeout=timeout, max_tokens=max_tokens)
 
 
 # ---------------------------------------------------------------------------- metering

@@ -84,10 +84,15 @@ _CACHE: dict[tuple[Any, ...], BaseChatModel] = {}
 _LOCK = threading.Lock()
 
 
-def provider_model(provider: str, name: str, *, timeout: float | None = None) -> BaseChatModel:
+def provider_model(
+    provider: str, name: str, *, timeout: float | None = None, max_tokens: int | None = None
+) -> BaseChatModel:
     """The chat model ``name`` of ``provider`` (every provider but ``scripted``).
 
-    ``timeout`` is the request timeout in seconds (None: ``DEFAULT_TIMEOUT_S``)."""
+    ``timeout`` is the request timeout in seconds (None: ``DEFAULT_TIMEOUT_S``);
+    ``max_tokens`` the most tokens one answer may have, under the name the client takes it
+    by (``max_tokens``, ``max_output_tokens``, Ollama's ``num_predict``; None: the client's
+    default)."""
     provider = provider.strip().replace("-", "_").lower()  # as init_chat_model reads it
     seconds = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     spec = f"{provider}:{name}"
@@ -96,16 +101,22 @@ def provider_model(provider: str, name: str, *, timeout: float | None = None) ->
     init_chat_model = _init_chat_model(provider, spec)
     cls = _model_class(provider, spec)
     _check_key(provider, spec)
-    cache_key = (provider, name, seconds, _endpoint(provider))
+    cache_key = (provider, name, seconds, max_tokens, _endpoint(provider))
     with _LOCK:
         cached = _CACHE.get(cache_key)
         if cached is None:
-            cached = _CACHE[cache_key] = _build(init_chat_model, provider, name, cls, seconds)
+            built = _build(init_chat_model, provider, name, cls, seconds, max_tokens)
+            cached = _CACHE[cache_key] = built
         return cached
 
 
 def _build(
-    init_chat_model: Any, provider: str, name: str, cls: type | None, timeout: float
+    init_chat_model: Any,
+    provider: str,
+    name: str,
+    cls: type | None,
+    timeout: float,
+    max_tokens: int | None = None,
 ) -> BaseChatModel:
     """One client. A provider that init_chat_model builds without naming its class in its
     registry is built plainly first, to learn its class and so the settings it takes."""
@@ -114,13 +125,13 @@ def _build(
     try:
         if cls is None:
             plain = init_chat_model(name, model_provider=provider, **endpoint)
-            kwargs = _client_kwargs(type(plain), timeout)
+            kwargs = _client_kwargs(type(plain), timeout, max_tokens)
             if not kwargs:
                 return cast(BaseChatModel, plain)
             return cast(
                 BaseChatModel, init_chat_model(name, model_provider=provider, **endpoint, **kwargs)
             )
-        kwargs = _client_kwargs(cls, timeout) | endpoint
+        kwargs = _client_kwargs(cls, timeout, max_tokens) | endpoint
         return cast(BaseChatModel, init_chat_model(name, model_provider=provider, **kwargs))
     except ImportError as exc:
         raise _missing_package(provider, spec, None) from exc
@@ -294,10 +305,21 @@ def _fields(cls: type | None) -> set[str]:
     return names
 
 
-def _client_kwargs(cls: type | None, timeout: float) -> dict[str, Any]:
-    """No client retries, ``timeout`` and streamed usage, each where ``cls`` takes it."""
+_MAX_TOKENS_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
+"""What clients call the most tokens of one answer, in the order they are tried."""
+
+
+def _client_kwargs(
+    cls: type | None, timeout: float, max_tokens: int | None = None
+) -> dict[str, Any]:
+    """No client retries, ``timeout``, streamed usage and ``max_tokens``, each where
+    ``cls`` takes it."""
     fields = _fields(cls)
     kwargs: dict[str, Any] = {}
+    if max_tokens is not None:
+        name = next((f for f in _MAX_TOKENS_FIELDS if f in fields), None)
+        if name is not None:
+            kwargs[name] = int(max_tokens)
     if "max_retries" in fields:
         counts_attempts = getattr(cls, "__module__", "").startswith(_ATTEMPTS_MODULES)
         kwargs["max_retries"] = 1 if counts_attempts else 0

@@ -55,7 +55,7 @@ def test_a_bad_range_from_the_environment_names_the_variable_too(monkeypatch):
 def test_reflection_has_a_model_of_its_own_else_the_default(monkeypatch):
     from agent.graph import roles
 
-    monkeypatch.setattr(roles, "load_model", lambda spec, role, timeout=None: spec)
+    monkeypatch.setattr(roles, "load_model", lambda spec, role, **limits: spec)
     chosen = roles.Roles({}).model_for
     assert chosen("reflection", Context(model="a:m")) == "a:m"
     assert chosen("reflection", Context(model="a:m", reflection_model="b:r")) == "b:r"

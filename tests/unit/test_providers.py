@@ -17,6 +17,7 @@ from agent.models import providers
 from agent.models.factory import load_model
 from agent.models.providers import (
     DEFAULT_TIMEOUT_S,
+    _client_kwargs,
     constrained_decoding,
     provider_model,
     structured_method_for,
@@ -275,6 +276,22 @@ def test_the_contexts_request_timeout_reaches_the_client(monkeypatch):
     ctx = Context(model="openai:gpt-4.1-mini", request_timeout_s=7.5)
     assert roles.model_for("planner", ctx).request_timeout == 7.5
     assert roles.model_for("planner", Context(model="openai:gpt-4.1-mini")).request_timeout == 120
+
+
+def test_the_contexts_output_cap_reaches_the_client_under_the_name_it_takes(monkeypatch):
+    from agent import Context
+    from agent.controller.subagents import build_registry
+    from agent.graph.roles import Roles
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    roles = Roles(build_registry())
+    ctx = Context(model="openai:gpt-4.1-mini", max_output_tokens=1536)
+    assert roles.model_for("planner", ctx).max_tokens == 1536
+    assert roles.model_for("coder", ctx).max_tokens == 1536
+    assert roles.model_for("planner", Context(model="openai:gpt-4.1-mini")).max_tokens is None
+    assert Context(max_output_tokens=0).validate() == ["max_output_tokens must be positive, got 0"]
+    chat_ollama = pytest.importorskip("langchain_ollama").ChatOllama
+    assert _client_kwargs(chat_ollama, 5.0, 64)["num_predict"] == 64
 
 
 @pytest.mark.parametrize(
