@@ -318,7 +318,8 @@ def _tail(check: SandboxResult, artifact: SandboxResult) -> str:
 
 
 def _describe_failure(failure: dict[str, Any], path: str) -> str:
-    """``AssertionError at line 3: assert slugify('A B') == 'a-b'`` plus where it was raised."""
+    """``AssertionError at line 3: assert slugify('A B') == 'a-b'`` (an assertion with a
+    message: the message alone) plus where it was raised."""
     error = str(failure.get("type")) + (f": {failure['message']}" if failure.get("message") else "")
     frames = failure.get("frames") or []
     if failure.get("stage") == "artifact":
@@ -326,7 +327,9 @@ def _describe_failure(failure: dict[str, Any], path: str) -> str:
         where = f" at line {at[1]}: {at[2]}" if at else ""
         return f"running {path} raised {error}{where}"
     in_check = next((f for f in reversed(frames) if f[0] == "check"), None)
-    text = f"{error} at line {in_check[1]}: {in_check[2]}" if in_check else error
+    # an assertion's own message says what failed; its line would only repeat the check code
+    said = failure.get("type") == "AssertionError" and bool(failure.get("message"))
+    text = f"{error} at line {in_check[1]}: {in_check[2]}" if in_check and not said else error
     if frames and frames[-1][0] == "artifact":
         text += f" (raised in {path} line {frames[-1][1]}: {frames[-1][2]})"
     return text

@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
+from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
 from agent.controller.prompting import (
@@ -36,6 +37,7 @@ from agent.models.factory import Metered, merge_usage
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
 from agent.vfs.entries import Workspace, scratch_prefix
+from agent.vocabulary import ToolCalling
 
 
 class StepWorker:
@@ -112,16 +114,16 @@ class StepWorker:
 
     async def agenerate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
         """One draft: a bounded tool-calling conversation; the artifact is what it wrote.
-        A step that needs no tool is asked directly (its inputs in the prompt, the artifact
-        in a fence: :mod:`agent.controller.prompting`) for every revision, and for its
-        first draft too when the model is not given tool schemas."""
+        A step that needs no tool but the file tools is asked directly (its inputs and
+        draft in the prompt, the artifact in a fence: :mod:`agent.controller.prompting`),
+        as a user asking the model plainly would, unless ``tool_calling`` is ``native``."""
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
-        asks_directly = feedback is not None or not self.tool_loop.binds()
-        direct = self.direct_inputs() if asks_directly else None
+        native = self.tool_loop.tool_calling == ToolCalling.NATIVE
+        direct = None if native else self.direct_inputs()
         path = self.step["expected_output"]
-        draft = Draft(self.workspace, path, self.revision, direct=direct is not None)
         if direct is not None:
+            draft = Draft(self.workspace, path, self.revision, direct=True)
             messages = direct_messages(
                 self.step,
                 goal=self.goal,
@@ -130,14 +132,19 @@ class StepWorker:
                 draft=draft.artifact(),
                 feedback=feedback,
             )
-        else:
-            messages = task_messages(
-                self.step,
-                goal=self.goal,
-                system_prompt=self.system_prompt,
-                inputs=readable_inputs(self.workspace),
-                feedback=feedback,
-            )
+            try:
+                await self.tool_loop.run(messages, draft, self.call_metadata())
+                return draft.artifact(), self.model.tokens - before
+            except ContextWindowExceeded:
+                pass  # recorded; the files are read through the tools, whose results trim
+        draft = Draft(self.workspace, path, self.revision)
+        messages = task_messages(
+            self.step,
+            goal=self.goal,
+            system_prompt=self.system_prompt,
+            inputs=readable_inputs(self.workspace),
+            feedback=feedback,
+        )
         await self.tool_loop.run(messages, draft, self.call_metadata())
         return draft.artifact(), self.model.tokens - before
 

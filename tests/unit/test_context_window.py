@@ -119,8 +119,8 @@ def limited_model(script, limit, *, refuse=None):
     return ScriptedChatModel(responder=respond), seen
 
 
-def run_step(model, inputs) -> StepRun:
-    """The step as the subagent node runs it (awaited)."""
+def run_step(model, inputs, tool_calling="native") -> StepRun:
+    """The step as the subagent node runs it (awaited); through its tools unless told."""
     worker = StepWorker(
         step=STEP,
         goal="the goal",
@@ -130,6 +130,7 @@ def run_step(model, inputs) -> StepRun:
         model=Metered(model, "coder", "function_calling"),
         judge=None,
         loop_config=LoopConfig(max_revisions=1),
+        tool_calling=tool_calling,
     )
     return asyncio.run(worker.aexecute())
 
@@ -147,6 +148,19 @@ def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds
     trimmed = [e for e in run.trajectory if e["action"] == "context_trimmed"]
     assert len(trimmed) == 1 and trimmed[0]["trimmed"] == 1
     assert not [e for e in run.trajectory if e["action"] == "error"]
+
+
+def test_a_direct_prompt_over_the_window_is_asked_again_through_the_tools_and_trimmed():
+    script = [
+        tool_call("read_file", path="big.txt"),
+        tool_call("write_file", path="out.txt", content="OK"),
+        "done",
+    ]
+    model, seen = limited_model(script, limit=3_000)
+    run = run_step(model, {"big.txt": "x" * 5_000}, tool_calling="auto")
+    assert run.files["out.txt"]["status"] == "done"
+    assert seen[0] > 3_000 and seen[1] < 3_000  # the file in the prompt; then the tool path
+    assert [e["action"] for e in run.trajectory][:2] == ["context_window", "read_file"]
 
 
 def test_a_step_that_does_not_fit_even_trimmed_fails_alone_with_a_clear_reason():

@@ -192,11 +192,21 @@ def test_defect_signature_ignores_timings_but_not_evidence():
 
 
 def test_prompt_names_the_step_for_per_step_scripts():
-    w, model = worker([tool_call("write_file", path="out.txt", content="OK"), "done"])
+    w, model = worker(
+        [tool_call("write_file", path="out.txt", content="OK"), "done"], tool_calling="native"
+    )
     execute(w)
     first = model.calls[0][1]
     assert isinstance(first, HumanMessage)
     assert (prompt_values("subagent_task", str(first.content)) or {}).get("step_id") == "S1"
+
+
+def test_a_step_that_needs_no_tool_is_asked_directly_and_its_fence_is_the_artifact():
+    w, model = worker(["```text\nOK\n```"], inputs={"notes.md": "the notes"})
+    run = execute(w)
+    values = prompt_values("subagent_direct", str(model.calls[0][1].content))
+    assert values and "the notes" in values["files"]  # the inputs are in the prompt
+    assert run.files["out.txt"]["status"] == "done" and len(model.calls) == 1
 
 
 def test_every_call_of_a_step_carries_its_role_step_artifact_and_revision_as_metadata():
