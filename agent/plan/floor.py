@@ -16,6 +16,8 @@ alone: :func:`without_floor`):
   calls only when the goal names this file as its one module, and the floor at all only
   when every other module the plan writes is one the step depends on (a module imports its
   siblings when it runs). Test files are left to the check that runs them;
+- a ``.py`` of the user's that a step rewrites keeps defining its public functions and
+  classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep);
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
   goal names this file as its one JSON file;
 - a ``.sql`` runs on the database the goal names (or the one declared).
@@ -34,7 +36,7 @@ import builtins
 import keyword
 import posixpath
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from agent.checks import check_kinds
@@ -50,6 +52,7 @@ __all__ = [
     "goal_functions",
     "goal_json_keys",
     "goal_smoke_calls",
+    "public_names",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -75,8 +78,17 @@ _JSON_KEY = re.compile(r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:")
 _NOT_FUNCTIONS = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
 
-def raise_to_floor(steps: list[Step], goal: str, *, databases: Collection[str] = ()) -> list[Step]:
-    """``steps`` with every weak check raised to its artifact's floor (module docstring)."""
+def raise_to_floor(
+    steps: list[Step],
+    goal: str,
+    *,
+    databases: Collection[str] = (),
+    kept: Mapping[str, Sequence[str]] | None = None,
+) -> list[Step]:
+    """``steps`` with every weak check raised to its artifact's floor (module docstring).
+    ``kept``: the public names each of the user's modules defines (:func:`public_names`),
+    which a step rewriting that module must keep defining."""
+    kept = kept or {}
     out = []
     for step in steps:
         spec = step.done_when
@@ -85,9 +97,9 @@ def raise_to_floor(steps: list[Step], goal: str, *, databases: Collection[str] =
         if raised_before:
             floor = None
         elif weak:
-            floor = floor_check(step, steps, goal, databases=databases)
+            floor = floor_check(step, steps, goal, databases=databases, kept=kept)
         else:
-            floor = stated_floor(step, steps, goal)
+            floor = stated_floor(step, steps, goal, kept=kept)
         if floor is None:
             out.append(step)
             continue
@@ -111,14 +123,19 @@ def without_floor(spec: Any) -> Any:
 
 
 def floor_check(
-    step: Step, steps: list[Step], goal: str, *, databases: Collection[str] = ()
+    step: Step,
+    steps: list[Step],
+    goal: str,
+    *,
+    databases: Collection[str] = (),
+    kept: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any] | None:
     """The program check ``step``'s artifact allows, or None when there is none to add."""
     path = step.expected_output
     suffix = posixpath.splitext(path)[1].lower()
     asked = named_files(goal)
     if _is_module(path):
-        return _module_floor(step, steps, goal, asked)
+        return _module_floor(step, steps, goal, asked, (kept or {}).get(path, ()))
     if suffix == ".json":
         jsons = [f for f in asked if f.lower().endswith(".json")]
         keys = goal_json_keys(goal) if jsons == [path] else []
@@ -130,14 +147,17 @@ def floor_check(
     return None
 
 
-def stated_floor(step: Step, steps: list[Step], goal: str) -> dict[str, Any] | None:
+def stated_floor(
+    step: Step, steps: list[Step], goal: str, *, kept: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any] | None:
     """What the goal states of the module ``step`` writes (its functions, examples and
     signatures), asserted beside a check the planner made strong: a ``python`` check that
     tries ``median([1, 2, 3])`` passes the bug the goal describes with ``median([1, 2, 3,
     4]) should be 2.5``. None when the goal states nothing of this file."""
     if not _is_module(step.expected_output):
         return None
-    floor = _module_floor(step, steps, goal, named_files(goal))
+    own = (kept or {}).get(step.expected_output, ())
+    floor = _module_floor(step, steps, goal, named_files(goal), own)
     stated = floor.get("stated", {}) if floor else {}
     return (
         floor if any(stated.get(k) for k in ("defines", "examples", "runs_without_error")) else None
@@ -145,7 +165,7 @@ def stated_floor(step: Step, steps: list[Step], goal: str) -> dict[str, Any] | N
 
 
 def _module_floor(
-    step: Step, steps: list[Step], goal: str, asked: list[str]
+    step: Step, steps: list[Step], goal: str, asked: list[str], kept: Sequence[str] = ()
 ) -> dict[str, Any] | None:
     path = step.expected_output
     if _is_test_file(path):
@@ -161,10 +181,22 @@ def _module_floor(
         return None  # a sibling it may import is not written yet when its check runs
     modules = [f for f in asked if _is_module(f) and not _is_test_file(f)]
     if modules != [path]:
-        return examples_check([], [])
+        return examples_check(list(kept), [])
     examples = goal_examples(goal)
-    names = list(dict.fromkeys([*goal_functions(goal), *(_called(c) for c, _ in examples)]))
+    stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
+    names = list(dict.fromkeys([*stated, *kept]))
     return examples_check(names, examples, smoke=goal_smoke_calls(goal))
+
+
+def public_names(source: str) -> list[str]:
+    """The public functions and classes a module defines at its top level, in order (none
+    when it does not parse): what a step editing the user's module must keep."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return []
+    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [n.name for n in body if isinstance(n, defined) and not n.name.startswith("_")]
 
 
 def _is_module(path: str) -> bool:

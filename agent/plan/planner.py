@@ -15,14 +15,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
-from agent.plan.floor import without_floor
+from agent.plan.floor import public_names, without_floor
 from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
 from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
-from agent.vfs.origin import planner_view
+from agent.vfs.origin import is_user_file, planner_view
 from agent.vfs.quoting import data_block
 from agent.vocabulary import Planning
 
@@ -73,6 +73,7 @@ async def ask_planner(
                 files=tuple(p for p in files if not is_scratch(p)),
                 asked=named_files(str(state.get("goal", ""))),
                 goal=str(state.get("goal", "")),
+                kept=user_modules(files),
             )
             outcome = PlanOutcome(steps, errors)
         if outcome.steps is not None:
@@ -206,3 +207,12 @@ def apply_plan(state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
     if stale:
         update["files"] = {p: {**files[p], "status": "active"} for p in stale}
     return update
+
+
+def user_modules(files: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The public names each of the user's Python modules defines now (``floor.public_names``)."""
+    return {
+        path: public_names(str(entry.get("content", "")))
+        for path, entry in files.items()
+        if path.lower().endswith(".py") and is_user_file(entry)
+    }

@@ -3,7 +3,7 @@ once, so that one retry with the errors as feedback can fix all of it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -135,6 +135,7 @@ def parse_plan(
     files: Collection[str] = (),
     asked: Collection[str] = (),
     goal: str = "",
+    kept: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
     Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
@@ -145,7 +146,8 @@ def parse_plan(
     (:mod:`agent.plan.needs`); then a check that cannot prove its artifact works is raised
     to the floor the artifact's kind and the ``goal`` allow (:mod:`agent.plan.floor`).
     ``databases``: the names of the databases the user declared; ``files``: the paths
-    already in the thread (``plan_errors``)."""
+    already in the thread (``plan_errors``); ``kept``: the public names of the user's
+    modules, which a step rewriting one must keep."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -163,7 +165,7 @@ def parse_plan(
             return None, errors
     steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
     steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
-    steps = raise_to_floor(steps, goal, databases=databases)
+    steps = raise_to_floor(steps, goal, databases=databases, kept=kept)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files
     )

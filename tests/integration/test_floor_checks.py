@@ -11,6 +11,7 @@ import pytest
 
 from agent.checks import run_check, validate_check_spec
 from agent.checks.composite import MAX_PARTS
+from agent.plan.floor import public_names
 from agent.plan.validation import parse_plan
 from tests.fakes import step
 
@@ -62,6 +63,27 @@ def test_a_planner_s_python_check_that_misses_the_stated_bug_no_longer_passes_it
     failed = run_check(spec, {"stats.py": buggy}, "stats.py")
     assert not failed["passed"] and "returned 3.5, expected 2.5" in failed["evidence"]
     assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
+
+
+def test_a_rewrite_of_the_users_module_that_drops_a_function_fails():
+    # what the 1.5B wrote for bughunt: median fixed, mean (the goal: keep it) gone
+    only_median = (
+        "def median(lst):\n    if len(lst) % 2 == 0:\n"
+        "        return (lst[len(lst) // 2 - 1] + lst[len(lst) // 2]) / 2\n"
+        "    return lst[len(lst) // 2]\n"
+    )
+    steps, errors = parse_plan(
+        {"steps": [step("S1", "stats.py", action="coder")]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal("bughunt"),
+        files=["stats.py"],
+        kept={"stats.py": public_names((GOALS / "bughunt" / "given" / "stats.py").read_text())},
+    )
+    assert errors == []
+    failed = run_check(steps[0].done_when, {"stats.py": only_median}, "stats.py")
+    assert not failed["passed"] and "mean is not defined" in failed["evidence"]
+    assert run_check(steps[0].done_when, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
 
 
 @pytest.mark.parametrize(
