@@ -4,7 +4,7 @@ results, until the model stops calling tools or the turns run out.
 The artifact is what the conversation wrote. A draft that wrote nothing is told once which
 tool and path to use; one whose module left functions without a body is told once to
 implement them. An answer that is the artifact in a code fence ends the draft, and so does
-one that repeats the previous turn's calls exactly: their results would be the same (on
+one that repeats the previous turn's file-tool calls exactly: their results would be the same (on
 the 1.5B, one ``write_file`` sent eight times in a row filled a draft's turns). Every call
 is summarised into the trajectory.
 """
@@ -216,10 +216,15 @@ class ToolLoop:
         return unimplemented_reminder(draft.path, shown)
 
 
+FILE_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file"})
+"""The VFS tools: the same call twice has the same result."""
+
+
 def calls_signature(calls: Sequence[Mapping[str, Any]]) -> str | None:
-    """What a turn's tool calls do (names and arguments, not ids), to tell a repeat by; None
-    for a turn without calls."""
-    if not calls:
+    """What a turn's file-tool calls do (names and arguments, not ids), to tell a repeat by;
+    None for a turn without calls or with a call of another tool (sending one email twice
+    may be meant: ``tests/integration/test_side_effects.py``)."""
+    if not calls or any(tool_name(c) not in FILE_TOOLS for c in calls):
         return None
     done = [[tool_name(c), c.get("args")] for c in calls]
     return json.dumps(done, sort_keys=True, default=repr)

@@ -40,6 +40,8 @@ from tests.wire_runs import (  # noqa: F401
 )
 
 MODEL = "anthropic:claude-fake"
+# the tool path over the wire (a step needing no tool is otherwise asked directly)
+NATIVE = Context(model=MODEL, tool_calling="native")
 GOAL = "Write a slugify helper with tests and a README"
 
 
@@ -60,7 +62,7 @@ def tasks(server) -> list[tuple[str, str, int]]:
 
 def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(server, graph):
     server.scenario = "demo"  # S3's first slugify fails its pytest check, a patch fixes it
-    result = run(graph, GOAL, context=Context(model=MODEL), thread_id="t")
+    result = run(graph, GOAL, context=NATIVE, thread_id="t")
 
     assert (result["status"], result["stop_reason"]) == ("success", "end")
     assert {p: a["status"] for p, a in result["artifacts"].items()} == {
@@ -74,8 +76,8 @@ def test_a_full_run_plans_calls_tools_revises_a_failing_check_reflects_and_ends(
     revision = next(
         values
         for body in server.requests_by_role("coder")
-        if (values := prompt_values("subagent_direct_revision", _first_user_text(body)))
-        and values["expected_output"] == "slugify.py"
+        if (values := prompt_values("subagent_revision", _first_user_text(body)))
+        and values["step_id"] == "S3"
     )
     assert "pytest" in revision["done_when"] and "assert" in revision["issues"]
     patched = [

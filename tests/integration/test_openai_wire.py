@@ -22,6 +22,8 @@ from tests.openai_server import role_of, serve, to_langchain
 from tests.wire_runs import FAST_RETRY, HAPPY_REQUESTS, decisions, sqlite_wire_graph  # noqa: F401
 
 MODEL = "openai:fake-model"
+# the tool path over the wire (a step needing no tool is otherwise asked directly)
+NATIVE = Context(model=MODEL, tool_calling="native")
 GOAL = "Write a short report on vector databases"
 
 
@@ -42,7 +44,7 @@ def requests_per_role(server) -> dict[str, int]:
 
 
 def test_a_scripted_run_over_the_wire_succeeds_and_meters_what_the_server_reported(server, graph):
-    result = run(graph, GOAL, context=Context(model=MODEL), thread_id="t")
+    result = run(graph, GOAL, context=NATIVE, thread_id="t")
 
     assert (result["status"], result["stop_reason"]) == ("success", "end")
     assert result["converged"] is True
