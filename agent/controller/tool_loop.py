@@ -28,6 +28,7 @@ from agent.errors import describe, is_context_overflow
 from agent.limits import MAX_TOOL_TURNS
 from agent.models.factory import Metered, model_key
 from agent.tools.binding import TOOL_CALLING
+from agent.tools.custom import VFS_TOOL_NAMES
 from agent.tools.execute import AwaitingHuman, ToolCaller
 from agent.tools.filesystem import defuse, invalid_call_error, summarise_value, tool_name
 from agent.vfs.entries import Workspace
@@ -97,8 +98,9 @@ class ToolLoop:
         last_calls: str | None = None
         self.caller.new_draft()
         for turn in range(self.max_turns):
-            withheld = draft.direct and self.binds()  # asked directly: for a fence
-            native = self.binds() and not withheld
+            binds = self.binds()
+            withheld = binds and draft.direct  # asked directly: for a fence
+            native = binds and not draft.direct
             bound = list(self.tools.values()) if native else []  # else described in text
             answer = await self._answer(messages, bound, metadata)
             answer, recovered = recover_text_calls(
@@ -216,15 +218,11 @@ class ToolLoop:
         return unimplemented_reminder(draft.path, shown)
 
 
-FILE_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file"})
-"""The VFS tools: the same call twice has the same result."""
-
-
 def calls_signature(calls: Sequence[Mapping[str, Any]]) -> str | None:
     """What a turn's file-tool calls do (names and arguments, not ids), to tell a repeat by;
     None for a turn without calls or with a call of another tool (sending one email twice
     may be meant: ``tests/integration/test_side_effects.py``)."""
-    if not calls or any(tool_name(c) not in FILE_TOOLS for c in calls):
+    if not calls or any(tool_name(c) not in VFS_TOOL_NAMES for c in calls):
         return None
     done = [[tool_name(c), c.get("args")] for c in calls]
     return json.dumps(done, sort_keys=True, default=repr)

@@ -92,9 +92,8 @@ def raise_to_floor(
     out = []
     for step in steps:
         spec = step.done_when
-        raised_before = isinstance(spec, dict) and spec.get("kind") == "all" and spec.get("floor")
         weak = set(check_kinds(spec)) <= WEAK_KINDS
-        if raised_before:
+        if _raised(spec):
             floor = None
         elif weak:
             floor = floor_check(step, steps, goal, databases=databases, kept=kept)
@@ -114,12 +113,17 @@ def raise_to_floor(
 def without_floor(spec: Any) -> Any:
     """The check the planner chose, from one :func:`raise_to_floor` raised: what a replan
     is shown, since the floor is raised again on its answer."""
-    if not (isinstance(spec, dict) and spec.get("kind") == "all" and spec.get("floor")):
+    if not _raised(spec):
         return spec
     own = list(spec.get("checks") or [])[2:]
     if not own:
         return {"kind": "non_empty"}
     return own[0] if len(own) == 1 else {"kind": "all", "checks": own}
+
+
+def _raised(spec: Any) -> bool:
+    """Whether ``spec`` is a check :func:`raise_to_floor` raised."""
+    return isinstance(spec, dict) and spec.get("kind") == "all" and bool(spec.get("floor"))
 
 
 def floor_check(

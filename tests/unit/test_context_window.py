@@ -135,13 +135,16 @@ def run_step(model, inputs, tool_calling="native") -> StepRun:
     return asyncio.run(worker.aexecute())
 
 
+# a step reading a big input, then writing its artifact
+READ_THEN_WRITE = [
+    tool_call("read_file", path="big.txt"),
+    tool_call("write_file", path="out.txt", content="OK"),
+    "done",
+]
+
+
 def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds():
-    script = [
-        tool_call("read_file", path="big.txt"),
-        tool_call("write_file", path="out.txt", content="OK"),
-        "done",
-    ]
-    model, seen = limited_model(script, limit=3_000)
+    model, seen = limited_model(READ_THEN_WRITE, limit=3_000)
     run = run_step(model, {"big.txt": "x" * 5_000})
     assert run.files["out.txt"]["status"] == "done"
     assert seen[1] > 3_000 and seen[2] < 3_000  # refused, then asked again trimmed
@@ -151,12 +154,7 @@ def test_a_conversation_over_the_window_is_retried_trimmed_and_the_step_succeeds
 
 
 def test_a_direct_prompt_over_the_window_is_asked_again_through_the_tools_and_trimmed():
-    script = [
-        tool_call("read_file", path="big.txt"),
-        tool_call("write_file", path="out.txt", content="OK"),
-        "done",
-    ]
-    model, seen = limited_model(script, limit=3_000)
+    model, seen = limited_model(READ_THEN_WRITE, limit=3_000)
     run = run_step(model, {"big.txt": "x" * 5_000}, tool_calling="auto")
     assert run.files["out.txt"]["status"] == "done"
     assert seen[0] > 3_000 and seen[1] < 3_000  # the file in the prompt; then the tool path
