@@ -278,6 +278,15 @@ def timed_out(exc: BaseException) -> bool:
     return False
 
 
+def cut_off(exc: BaseException) -> bool:
+    """Whether a request failed only because the answer reached its token limit unfinished
+    (openai's ``LengthFinishReasonError``): malformed output to retry, not an unknown fault."""
+    for link in exception_chain(exc):
+        if _named(link, ("lengthfinishreason",)) or "length limit was reached" in str(link)[:2000]:
+            return True
+    return False
+
+
 def is_transient(exc: BaseException) -> bool:
     """``retry_on`` for LangGraph's ``RetryPolicy``: only transient errors are retried."""
     return classify(exc) is ErrorClass.TRANSIENT

@@ -14,7 +14,7 @@ EXAMPLES_TIMEOUT_S = 10.0
 _PROGRAM = Path(__file__).with_name("examples_program.py")
 _HEAD = (
     "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
-    "SMOKE: list[tuple[str, str]] = []\n"
+    'SMOKE: list[tuple[str, str]] = []\nGIVEN: str = ""\nKEEP: list[str] = []\n'
 )
 
 
@@ -23,24 +23,34 @@ def examples_check(
     examples: Sequence[tuple[str, str]],
     *,
     smoke: Sequence[tuple[str, str]] = (),
+    given: str = "",
+    keep: Sequence[str] = (),
     stated: bool = True,
 ) -> dict[str, Any]:
     """A ``python`` check: every name in ``names`` is callable in the artifact, then every
     ``(call, expected)`` holds (both are Python source; ``expected`` is compared with
     ``==``, or by ``repr`` when it does not evaluate), then every ``(call, returns)`` in
     ``smoke`` raises no error of broken code and returns the type named (any, when
-    ``returns`` is empty). ``stated`` keeps what is asserted beside the code, so a prompt
+    ``returns`` is empty), then every call in ``keep`` ends as it does in ``given`` (the
+    source of the module the user gave: the same exception, or an equal plain value).
+    ``stated`` keeps what is asserted beside the code, so a prompt
     can show it instead of the program (:func:`shown_check`)."""
     program = _PROGRAM.read_text(encoding="utf-8")
     body = program.split(_HEAD, 1)[1]
     pairs = [(str(c), str(w)) for c, w in examples]
     calls = [(str(c), str(r)) for c, r in smoke]
-    head = f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {calls!r}\n"
+    probes = [str(c) for c in keep] if given else []
+    head = (
+        f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {calls!r}\n"
+        f"GIVEN = {given if probes else ''!r}\nKEEP = {probes!r}\n"
+    )
     spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
     if stated:
         spec["stated"] = {"defines": list(names), "examples": [f"{c} == {w}" for c, w in pairs]}
         if calls:
             spec["stated"]["runs_without_error"] = [f"{c} -> {r}" if r else c for c, r in calls]
+        if probes:
+            spec["stated"]["ends_as_in_the_given_file"] = probes
     return spec
 
 

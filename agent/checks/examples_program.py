@@ -2,17 +2,22 @@
 
 Not imported: its text runs in the check's sandbox with the artifact's names in scope
 (``agent.checks.examples.examples_check`` builds it). The host replaces the ``NAMES``,
-``EXAMPLES`` and ``SMOKE`` lines: every name must be defined and callable, every (call,
-expected) pair must hold, every smoke call (a call with values of the parameters' stated
-types) must neither raise an error that means the code is broken (``TypeError``,
-``NameError`` …) nor return another type than the one stated; all failures are quoted at
-once. A smoke call that raises anything else (``ValueError``) passes: the goal may refuse
-that value.
+``EXAMPLES``, ``SMOKE``, ``GIVEN`` and ``KEEP`` lines: every name must be defined and
+callable, every (call, expected) pair must hold, every smoke call (a call with values of the
+parameters' stated types) must neither raise an error that means the code is broken
+(``TypeError``, ``NameError`` …) nor return another type than the one stated, and every
+``KEEP`` call must end as it does in ``GIVEN``, the module the user gave (run here, in the
+check's process: it is not the artifact's code): the same exception, or an equal plain
+value. All failures are quoted at once. A smoke call that raises anything else
+(``ValueError``) passes: the goal may refuse that value. A ``KEEP`` call whose result in
+``GIVEN`` differs between two calls (time, randomness) is not compared.
 """
 
 NAMES: list[str] = []
 EXAMPLES: list[tuple[str, str]] = []
 SMOKE: list[tuple[str, str]] = []
+GIVEN: str = ""
+KEEP: list[str] = []
 
 _deepreflect_failed: list[str] = []
 for _name in NAMES:
@@ -59,4 +64,63 @@ for _call, _want, _returns in _deepreflect_calls if not _deepreflect_failed else
         _deepreflect_failed.append(
             f"{_call} returned {_got!r} ({type(_got).__name__}), expected a {_returns}"
         )
+
+
+def _deepreflect_outcome(call, namespace):
+    """How ``call`` ends in ``namespace``: ("raises", name) or ("returns", value)."""
+    try:
+        return ("returns", eval(call, namespace))
+    except Exception as exc:
+        return ("raises", type(exc).__name__)
+
+
+def _deepreflect_plain(value, depth=0):
+    if value is None or type(value) in (bool, int, float, complex, str, bytes):
+        return True
+    if depth > 4 or type(value) not in (list, tuple, set, frozenset, dict):
+        return False
+    items = [*value.keys(), *value.values()] if type(value) is dict else list(value)
+    return all(_deepreflect_plain(item, depth + 1) for item in items)
+
+
+def _deepreflect_equal(was, now):
+    if type(was) is float or type(now) is float:
+        try:
+            return (
+                was == now or repr(was) == repr(now) or abs(was - now) <= 1e-9 * max(1.0, abs(was))
+            )
+        except Exception:
+            return False
+    return was == now
+
+
+def _deepreflect_shown(outcome):
+    how, value = outcome
+    return f"raised {value}" if how == "raises" else f"returned {value!r}"
+
+
+if KEEP and not _deepreflect_failed:
+    _deepreflect_given = {"__name__": "__given__", "__builtins__": __builtins__}
+    try:
+        exec(compile(GIVEN, "given", "exec"), _deepreflect_given)
+    except BaseException:
+        KEEP = []  # the given module does not run here: nothing to compare with
+    for _call in KEEP:
+        _was = _deepreflect_outcome(_call, _deepreflect_given)
+        _again = _deepreflect_outcome(_call, _deepreflect_given)
+        if _was[0] != _again[0] or (_was[0] == "raises" and _was[1] != _again[1]):
+            continue  # the given file itself does not end this call one way
+        _now = _deepreflect_outcome(_call, globals())
+        if _was[0] == "raises":
+            _same = _now[0] == "raises" and _now[1] == _was[1]
+        elif _now[0] == "raises":
+            _same = False
+        else:  # a value only when it is plain data and the same twice: else any value will do
+            _value = _deepreflect_plain(_was[1]) and _deepreflect_equal(_was[1], _again[1])
+            _same = not _value or _deepreflect_equal(_was[1], _now[1])
+        if not _same:
+            _deepreflect_failed.append(
+                f"{_call} {_deepreflect_shown(_now)}; in the given file it "
+                f"{_deepreflect_shown(_was)} (the goal says to keep it as it is)"
+            )
 assert not _deepreflect_failed, "stated examples failed: " + "; ".join(_deepreflect_failed)

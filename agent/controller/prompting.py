@@ -90,18 +90,22 @@ def direct_messages(
     draft: str,
     feedback: Mapping[str, Any] | None,
 ) -> list[BaseMessage]:
-    """The conversation of a draft asked directly: the task with its input files, and for
-    a revision the current draft and the failing evidence, answered with the whole file in
-    one fence (small models patch poorly)."""
+    """The conversation of a draft asked directly: the task with its input files (and the
+    file it edits as it is now: the user's ``stats.py`` to fix, which a model that never saw
+    it rewrote without its ``mean``), and for a revision the current draft and the failing
+    evidence, answered with the whole file in one fence (small models patch poorly)."""
     path = str(step["expected_output"])
+    shown = "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items())
     values = {
         "goal": goal,
         "instructions": step["instructions"],
         "expected_output": path,
         "done_when": json.dumps(shown_check(step.get("done_when"))),
-        "files": "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items()),
+        "files": shown,
     }
     if feedback is None:
+        if draft.strip():
+            values["files"] = shown + _fenced(path, draft, "subagent_direct_current")
         human = render("subagent_direct", **values)
     else:
         issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))

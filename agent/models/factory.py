@@ -31,7 +31,7 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import ConfigError, describe, timed_out
+from agent.errors import ConfigError, cut_off, describe, timed_out
 from agent.models.providers import constrained_decoding, provider_model, structured_method_for
 from agent.models.refusals import refusal_of
 from agent.models.reply_schema import parse_structured
@@ -193,6 +193,24 @@ class Metered:
     def _count(self, message: BaseMessage | None) -> None:
         self.usage = merge_usage(self.usage, {self.role: usage_of(message)})
 
+    def _count_completion(self, completion: Any) -> None:
+        """Count a client's raw completion (one that never became a message)."""
+        usage = getattr(completion, "usage", None)
+        if usage is None:
+            return
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        self._count(
+            AIMessage(
+                "",
+                usage_metadata={
+                    "input_tokens": tokens_in,
+                    "output_tokens": tokens_out,
+                    "total_tokens": tokens_in + tokens_out,
+                },
+            )
+        )
+
     @property
     def tokens(self) -> int:
         return total_tokens(self.usage)
@@ -293,7 +311,19 @@ class Metered:
                 return None, f"{error} (answer: {text[:300]!r})"
             return cast(SchemaT, parsed), text
         runnable = self._structured_runnable(schema, method)
-        return self._parsed(await runnable.ainvoke(messages, config), schema)
+        try:
+            answer = await runnable.ainvoke(messages, config)
+        except Exception as exc:
+            if not cut_off(exc):
+                raise
+            # the client parsed, and raised, inside invoke: the answer is malformed output
+            # the caller retries with this error, not a fault of the run
+            self._count_completion(getattr(exc, "completion", None))
+            return (
+                None,
+                f"the answer was cut off at the token limit before it ended: {describe(exc)}",
+            )
+        return self._parsed(answer, schema)
 
     def _parsed(self, answer: Any, schema: type[SchemaT]) -> tuple[SchemaT | None, str]:
         """Count the raw answer's usage and validate what was parsed from it."""

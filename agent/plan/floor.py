@@ -17,7 +17,9 @@ alone: :func:`without_floor`):
   when every other module the plan writes is one the step depends on (a module imports its
   siblings when it runs). Test files are left to the check that runs them;
 - a ``.py`` of the user's that a step rewrites keeps defining its public functions and
-  classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep);
+  classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
+  and the functions the goal says to keep as they are end as they did in the given file
+  (:mod:`agent.plan.kept`);
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
   goal names this file as its one JSON file;
 - a ``.sql`` runs on the database the goal names (or the one declared).
@@ -36,13 +38,14 @@ import builtins
 import keyword
 import posixpath
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.plan.needs import named_files
+from agent.plan.kept import comparable, kept_functions, probe_calls, public_names
+from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
 
 __all__ = [
@@ -52,7 +55,6 @@ __all__ = [
     "goal_functions",
     "goal_json_keys",
     "goal_smoke_calls",
-    "public_names",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -83,11 +85,11 @@ def raise_to_floor(
     goal: str,
     *,
     databases: Collection[str] = (),
-    kept: Mapping[str, Sequence[str]] | None = None,
+    kept: Mapping[str, str] | None = None,
 ) -> list[Step]:
     """``steps`` with every weak check raised to its artifact's floor (module docstring).
-    ``kept``: the public names each of the user's modules defines (:func:`public_names`),
-    which a step rewriting that module must keep defining."""
+    ``kept``: the source of each of the user's modules as the user gave it, which a step
+    rewriting that module must keep (:mod:`agent.plan.kept`)."""
     kept = kept or {}
     out = []
     for step in steps:
@@ -132,14 +134,14 @@ def floor_check(
     goal: str,
     *,
     databases: Collection[str] = (),
-    kept: Mapping[str, Sequence[str]] | None = None,
+    kept: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The program check ``step``'s artifact allows, or None when there is none to add."""
     path = step.expected_output
     suffix = posixpath.splitext(path)[1].lower()
     asked = named_files(goal)
     if _is_module(path):
-        return _module_floor(step, steps, goal, asked, (kept or {}).get(path, ()))
+        return _module_floor(step, steps, goal, asked, (kept or {}).get(path, ""))
     if suffix == ".json":
         jsons = [f for f in asked if f.lower().endswith(".json")]
         keys = goal_json_keys(goal) if jsons == [path] else []
@@ -152,7 +154,7 @@ def floor_check(
 
 
 def stated_floor(
-    step: Step, steps: list[Step], goal: str, *, kept: Mapping[str, Sequence[str]] | None = None
+    step: Step, steps: list[Step], goal: str, *, kept: Mapping[str, str] | None = None
 ) -> dict[str, Any] | None:
     """What the goal states of the module ``step`` writes (its functions, examples and
     signatures), asserted beside a check the planner made strong: a ``python`` check that
@@ -160,56 +162,40 @@ def stated_floor(
     4]) should be 2.5``. None when the goal states nothing of this file."""
     if not _is_module(step.expected_output):
         return None
-    own = (kept or {}).get(step.expected_output, ())
-    floor = _module_floor(step, steps, goal, named_files(goal), own)
+    given = (kept or {}).get(step.expected_output, "")
+    floor = _module_floor(step, steps, goal, named_files(goal), given)
     stated = floor.get("stated", {}) if floor else {}
-    return (
-        floor if any(stated.get(k) for k in ("defines", "examples", "runs_without_error")) else None
-    )
+    return floor if any(stated.values()) else None
 
 
 def _module_floor(
-    step: Step, steps: list[Step], goal: str, asked: list[str], kept: Sequence[str] = ()
+    step: Step, steps: list[Step], goal: str, asked: list[str], given: str = ""
 ) -> dict[str, Any] | None:
     path = step.expected_output
-    if _is_test_file(path):
+    if is_test_file(path):
         return None
     others = {
         s.expected_output
         for s in steps
         if s.step_id != step.step_id
         and _is_module(s.expected_output)
-        and not _is_test_file(s.expected_output)
+        and not is_test_file(s.expected_output)
     }
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
         return None  # a sibling it may import is not written yet when its check runs
-    modules = [f for f in asked if _is_module(f) and not _is_test_file(f)]
+    kept = public_names(given)
+    keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
+    modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
-        return examples_check(list(kept), [])
+        return examples_check(kept, [], given=given, keep=keep)
     examples = goal_examples(goal)
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))
-    return examples_check(names, examples, smoke=goal_smoke_calls(goal))
-
-
-def public_names(source: str) -> list[str]:
-    """The public functions and classes a module defines at its top level, in order (none
-    when it does not parse): what a step editing the user's module must keep."""
-    try:
-        body = ast.parse(source).body
-    except (SyntaxError, ValueError):
-        return []
-    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return [n.name for n in body if isinstance(n, defined) and not n.name.startswith("_")]
+    return examples_check(names, examples, smoke=goal_smoke_calls(goal), given=given, keep=keep)
 
 
 def _is_module(path: str) -> bool:
     return posixpath.splitext(path)[1].lower() == ".py"
-
-
-def _is_test_file(path: str) -> bool:
-    name = posixpath.basename(path)
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def _parts(spec: dict[str, Any] | str) -> list[Any]:

@@ -14,6 +14,11 @@ here rather than sent back to the model, which repeats them:
   that is a file the goal names, a thread file or another step's output, and the checks
   that name the old path name the new one;
 
+- a step whose pytest check runs the test file it writes itself (the artifact would decide
+  its own verdict) hands that check to the step writing the module the tests are for: the
+  module the goal names that another step writes, else the one module the plan writes
+  (:func:`own_tests_moved`; the 1.5B planned "write tests/test_stats.py, done when pytest
+  tests/test_stats.py passes" for a bug in stats.py);
 - a check that names a file another step writes makes its step depend on that step (when
   that adds no cycle);
 - when the goal names the files it wants and the plan writes some of them, a step that is
@@ -25,6 +30,7 @@ here rather than sent back to the model, which repeats them:
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -34,9 +40,11 @@ from agent.vfs.entries import SCRATCH, is_scratch
 
 __all__ = [
     "depend_on_checked_files",
+    "is_test_file",
     "named_files",
     "needed_steps",
     "out_of_scratch",
+    "own_tests_moved",
     "without_references",
 ]
 
@@ -116,6 +124,84 @@ def _renamed(value: Any, moved: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_renamed(v, moved) for v in value]
     return value
+
+
+def is_test_file(path: str) -> bool:
+    """A pytest file by its name (``test_x.py``, ``x_test.py``, ``conftest.py``)."""
+    name = posixpath.basename(path)
+    if not name.lower().endswith(".py"):
+        return False
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def own_tests_moved(steps: list[Step], asked: Collection[str]) -> list[Step]:
+    """``steps`` where a step's pytest check of the tests it writes itself is moved to the
+    step writing the module they test (module docstring); the test step keeps the rest of
+    its check (``non_empty`` when nothing is left). Unchanged when no one module is the
+    target, or the tests depend on it: plan validation explains the problem then."""
+    out = list(steps)
+    for i, step in enumerate(steps):
+        own = step.expected_output
+        if own not in _pytest_tests(step.done_when):
+            continue
+        target = _tested_module(out, step, asked)
+        if target is None:
+            continue
+        out[i] = step.model_copy(update={"done_when": _without_tests(step.done_when, own)})
+        j = next(n for n, s in enumerate(out) if s.step_id == target.step_id)
+        out[j] = target.model_copy(update={"done_when": _with_tests(target.done_when, own)})
+    return out
+
+
+def _tested_module(steps: list[Step], tests: Step, asked: Collection[str]) -> Step | None:
+    modules = [
+        s
+        for s in steps
+        if s.step_id != tests.step_id
+        and s.expected_output.lower().endswith(".py")
+        and not is_test_file(s.expected_output)
+    ]
+    named = [s for s in modules if s.expected_output in set(asked)]
+    chosen = named if named else modules
+    if len(chosen) != 1 or chosen[0].step_id in tests.depends_on:
+        return None  # tests written after their module cannot check it: a cycle
+    return chosen[0]
+
+
+def _pytest_tests(spec: Any) -> list[str]:
+    if not isinstance(spec, dict):
+        return []
+    if spec.get("kind") == "all":
+        return [t for part in spec.get("checks") or [] for t in _pytest_tests(part)]
+    tests = spec.get("tests") if spec.get("kind") == "pytest" else None
+    return [t for t in tests if isinstance(t, str)] if isinstance(tests, list) else []
+
+
+def _without_tests(spec: Any, test: str, *, part: bool = False) -> Any:
+    """``spec`` without ``test`` among its pytest checks' tests (a pytest check left with
+    none is dropped from an ``all``; a check left empty is ``non_empty``)."""
+    if isinstance(spec, dict) and spec.get("kind") == "all":
+        parts = [_without_tests(p, test, part=True) for p in spec.get("checks") or []]
+        kept = [p for p in parts if p is not None]
+        if not kept:
+            return {"kind": "non_empty"}
+        return kept[0] if len(kept) == 1 else {**spec, "checks": kept}
+    if isinstance(spec, dict) and spec.get("kind") == "pytest":
+        left = [t for t in spec.get("tests") or [] if t != test]
+        if not left:
+            return None if part else {"kind": "non_empty"}
+        return {**spec, "tests": left}
+    return spec
+
+
+def _with_tests(spec: Any, test: str) -> dict[str, Any]:
+    """``spec`` with a pytest check of ``test`` after what it checked."""
+    pytest_check = {"kind": "pytest", "tests": [test]}
+    if isinstance(spec, dict) and spec.get("kind") == "all":
+        return {**spec, "checks": [*(spec.get("checks") or []), pytest_check]}
+    if spec is None:
+        return pytest_check
+    return {"kind": "all", "checks": [spec, pytest_check]}
 
 
 def depend_on_checked_files(steps: list[Step]) -> list[Step]:

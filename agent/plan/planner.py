@@ -15,14 +15,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
-from agent.plan.floor import public_names, without_floor
+from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
 from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
-from agent.vfs.origin import is_user_file, planner_view
+from agent.vfs.origin import given, is_user_file, planner_view
 from agent.vfs.quoting import data_block
 from agent.vocabulary import Planning
 
@@ -209,10 +209,11 @@ def apply_plan(state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
     return update
 
 
-def user_modules(files: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The public names each of the user's Python modules defines now (``floor.public_names``)."""
+def user_modules(files: Mapping[str, Any]) -> dict[str, str]:
+    """Each of the user's Python modules as the user gave it (``agent.vfs.origin.given``):
+    what a step rewriting it must keep (``agent.plan.kept``)."""
     return {
-        path: public_names(str(entry.get("content", "")))
+        path: given(entry)
         for path, entry in files.items()
         if path.lower().endswith(".py") and is_user_file(entry)
     }

@@ -3,7 +3,7 @@ once, so that one retry with the errors as feedback can fix all of it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -13,6 +13,7 @@ from agent.plan.needs import (
     depend_on_checked_files,
     needed_steps,
     out_of_scratch,
+    own_tests_moved,
     without_references,
 )
 from agent.plan.same_outputs import merge_same_outputs
@@ -135,19 +136,20 @@ def parse_plan(
     files: Collection[str] = (),
     asked: Collection[str] = (),
     goal: str = "",
-    kept: Mapping[str, Sequence[str]] | None = None,
+    kept: Mapping[str, str] | None = None,
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
     Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
     known file, a scratch output (``work/S1/stats.py``) is moved to the known file below
     it, steps that write the same file are merged
-    (:func:`merge_same_outputs`), a step depends on the steps writing the files its check
+    (:func:`merge_same_outputs`), a pytest check of a step's own tests moves to the module
+    they test (:func:`own_tests_moved`), a step depends on the steps writing the files its check
     names, and only the steps that the files the goal names (``asked``) need are kept
     (:mod:`agent.plan.needs`); then a check that cannot prove its artifact works is raised
     to the floor the artifact's kind and the ``goal`` allow (:mod:`agent.plan.floor`).
     ``databases``: the names of the databases the user declared; ``files``: the paths
-    already in the thread (``plan_errors``); ``kept``: the public names of the user's
-    modules, which a step rewriting one must keep."""
+    already in the thread (``plan_errors``); ``kept``: the source of each of the user's
+    modules as given, which a step rewriting one must keep (:mod:`agent.plan.kept`)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -164,7 +166,8 @@ def parse_plan(
             ]
             return None, errors
     steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
-    steps = needed_steps(depend_on_checked_files(merge_same_outputs(steps)), asked)
+    steps = own_tests_moved(merge_same_outputs(steps), asked)
+    steps = needed_steps(depend_on_checked_files(steps), asked)
     steps = raise_to_floor(steps, goal, databases=databases, kept=kept)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files

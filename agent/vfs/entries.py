@@ -54,6 +54,9 @@ class FileEntry(TypedDict, total=False):
     """Set on a step's ``critique.json``, which reflection shows despite its scratch path."""
     origin: Literal["user"]
     """Set on a file the user gave (``agent.vfs.user_files``); it stays when a step edits it."""
+    given: str
+    """On a user's Python module a step edited: its text as the user gave it, which a later
+    rewrite is compared with (``agent.plan.kept``)."""
 
 
 class PathError(ValueError):

@@ -3,8 +3,9 @@
 The planner takes a graph input's raw values in (:func:`taken_in`) by the rules of
 :mod:`agent.vfs.user_files`; every step reads a user file, and a step whose
 ``expected_output`` names it edits it in place (:func:`keep_origin`: the marker stays, so
-export and reflection still know whose file it is); the planner sees their names and first
-lines (:func:`planner_view`).
+export and reflection still know whose file it is, and an edited module keeps the text the
+user gave, :func:`given`, which a later rewrite is still compared with); the planner sees
+their names and first lines (:func:`planner_view`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from agent.vfs.user_files import (
     folder_clash,
 )
 
-__all__ = ["USER", "is_user_file", "keep_origin", "planner_view", "taken_in", "user_paths"]
+__all__ = [
+    "USER",
+    "given",
+    "is_user_file",
+    "keep_origin",
+    "planner_view",
+    "taken_in",
+    "user_paths",
+]
 
 USER = "user"
 """``FileEntry.origin`` of a file the user gave."""
@@ -86,14 +95,26 @@ def taken_in(files: Mapping[str, Any], step: int) -> tuple[dict[str, FileEntry |
     return deleted | entries, None
 
 
+def given(entry: Mapping[str, Any]) -> str:
+    """The text of a user file as the user gave it: its ``given`` once a step edited it
+    (a Python module's), else its content."""
+    return str(entry.get("given", entry.get("content", "")))
+
+
 def keep_origin(
     written: Mapping[str, FileEntry | None], files: Mapping[str, Any]
 ) -> dict[str, FileEntry | None]:
-    """A step's writes, with the user's mark kept on the user files it edited."""
+    """A step's writes, with the user's mark kept on the user files it edited, and an edited
+    module's text as the user gave it (:func:`given`)."""
     kept = dict(written)
     for path, entry in written.items():
-        if entry is not None and is_user_file(files.get(path)):
-            kept[path] = cast(FileEntry, {**entry, "origin": USER})
+        before = files.get(path)
+        if entry is None or not is_user_file(before):
+            continue
+        mark: dict[str, Any] = {"origin": USER}
+        if path.lower().endswith(".py"):
+            mark["given"] = given(cast(Mapping[str, Any], before))
+        kept[path] = cast(FileEntry, {**entry, **mark})
     return kept
 
 

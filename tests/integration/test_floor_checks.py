@@ -11,7 +11,6 @@ import pytest
 
 from agent.checks import run_check, validate_check_spec
 from agent.checks.composite import MAX_PARTS
-from agent.plan.floor import public_names
 from agent.plan.validation import parse_plan
 from tests.fakes import step
 
@@ -78,12 +77,72 @@ def test_a_rewrite_of_the_users_module_that_drops_a_function_fails():
         max_steps=5,
         goal=goal("bughunt"),
         files=["stats.py"],
-        kept={"stats.py": public_names((GOALS / "bughunt" / "given" / "stats.py").read_text())},
+        kept={"stats.py": (GOALS / "bughunt" / "given" / "stats.py").read_text()},
     )
     assert errors == []
     failed = run_check(steps[0].done_when, {"stats.py": only_median}, "stats.py")
     assert not failed["passed"] and "mean is not defined" in failed["evidence"]
-    assert run_check(steps[0].done_when, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
+    given = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+    fixed = given.replace(
+        "ordered[middle] + ordered[middle + 1]", "ordered[middle - 1] + ordered[middle]"
+    )
+    assert fixed != given
+    assert run_check(steps[0].done_when, {"stats.py": fixed}, "stats.py")["passed"]
+
+
+def kept_check(goal_text: str, given: str) -> dict:
+    steps, errors = parse_plan(
+        {"steps": [step("S1", "stats.py", action="coder")]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal_text,
+        files=["stats.py"],
+        kept={"stats.py": given},
+    )
+    assert errors == []
+    return steps[0].done_when
+
+
+def test_a_rewrite_that_changes_what_the_goal_says_to_keep_fails():
+    # what the 1.5B wrote for bughunt at cbf988a: median fixed, mean's ValueError dropped
+    spec = kept_check(goal("bughunt"), (GOALS / "bughunt" / "given" / "stats.py").read_text())
+    failed = run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")
+    assert not failed["passed"]
+    assert (
+        "mean([]) raised ZeroDivisionError; in the given file it raised ValueError"
+        in (failed["evidence"])
+    )
+    other_value = MEDIAN_FIXED.replace("return sum(xs) / len(xs)", "return sum(xs) // len(xs)")
+    failed = run_check(spec, {"stats.py": other_value}, "stats.py")
+    assert not failed["passed"] and "in the given file it returned" in failed["evidence"]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "class A:\n    def __eq__(self, o): return True\n    __hash__ = None\n"
+        "def mean(xs): return A()\n",
+        "class F(float):\n    def __eq__(self, o): return True\ndef mean(xs): return F(0)\n",
+        "class E(ValueError): pass\nE.__name__ = 'ValueError'\ndef mean(xs): return 1.0\n",
+        "import sys\ndef mean(xs):\n    sys.exit(0)\n",
+    ],
+)
+def test_a_kept_function_s_result_cannot_be_forged(forged):
+    given = (
+        "def mean(xs: list[float]) -> float:\n"
+        "    if not xs:\n        raise ValueError\n    return sum(xs) / len(xs)\n"
+    )
+    spec = kept_check("Tidy stats.py; keep mean as it is.", given)
+    assert run_check(spec, {"stats.py": given}, "stats.py")["passed"]
+    assert not run_check(spec, {"stats.py": forged}, "stats.py")["passed"]
+
+
+def test_a_kept_function_whose_given_result_varies_is_not_compared_by_value():
+    given = "import random\ndef pick(xs: list[int]) -> int:\n    return random.random()\n"
+    spec = kept_check("Add docstrings to stats.py; keep pick as it is.", given)
+    assert run_check(spec, {"stats.py": "def pick(xs):\n    return 0.5\n"}, "stats.py")["passed"]
+    raising = "def pick(xs):\n    raise KeyError(xs)\n"
+    assert not run_check(spec, {"stats.py": raising}, "stats.py")["passed"]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,6 @@ from agent.plan.floor import (
     goal_functions,
     goal_json_keys,
     goal_smoke_calls,
-    public_names,
     raise_to_floor,
     without_floor,
 )
@@ -260,10 +259,8 @@ def test_a_prompt_shows_what_the_floor_asserts_not_its_program():
 
 
 def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
-    source = "import math\nX = 1\ndef mean(v): ...\ndef _helper(): ...\nclass Stats: ...\n"
-    assert public_names(source) == ["mean", "Stats"] and public_names("def (:") == []
     goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
-    kept = {"stats.py": ["mean", "median"]}
+    kept = {"stats.py": "def mean(v): ...\ndef median(v): ...\n"}
     steps = [step("S1", "stats.py", action="coder", check={"kind": "python", "code": "pass"})]
     parsed, errors = parse_plan(
         {"steps": steps}, actions=ACTIONS, max_steps=5, goal=goal, files=["stats.py"], kept=kept
@@ -278,17 +275,19 @@ def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
         actions=ACTIONS,
         max_steps=5,
         goal=other,
-        kept={"a.py": ["f"]},
+        kept={"a.py": "def f(x): ...\n"},
     )
     assert parsed[0].done_when["checks"][1]["stated"]["defines"] == ["f"]
 
 
-def test_the_planner_keeps_the_names_of_the_users_modules_only():
+def test_the_planner_keeps_the_users_modules_as_given_only():
     from agent.plan.planner import user_modules
     from agent.vfs.entries import file_entry
 
     mine = {**file_entry("def mean(v): ...\n", step=0), "origin": "user"}
     theirs = file_entry("def made(v): ...\n", step=1)  # a step's artifact, not the user's
     notes = {**file_entry("def x(): ...\n", step=0), "origin": "user"}
-    files = {"stats.py": mine, "gen.py": theirs, "notes.md": notes}
-    assert user_modules(files) == {"stats.py": ["mean"]}
+    edited = {**file_entry("X = 1\n", step=2), "origin": "user", "given": "def f(): ...\n"}
+    files = {"stats.py": mine, "gen.py": theirs, "notes.md": notes, "old.py": edited}
+    # as the user gave them: a step's rewrite of old.py does not change what it must keep
+    assert user_modules(files) == {"stats.py": "def mean(v): ...\n", "old.py": "def f(): ...\n"}

@@ -234,3 +234,43 @@ def test_auto_lets_an_error_that_is_no_refusal_reach_the_caller():
     metered = Metered(_Down(calls=[]), "reflection", "auto")
     with pytest.raises(TimeoutError):
         asyncio.run(metered.astructured([HumanMessage("x")], Answer))
+
+
+def _length_limit_error():
+    import openai
+    from openai.types.chat import ChatCompletion
+    from openai.types.completion_usage import CompletionUsage
+
+    usage = CompletionUsage(prompt_tokens=700, completion_tokens=1536, total_tokens=2236)
+    completion = ChatCompletion.model_construct(
+        id="c", choices=[], created=0, model="m", object="chat.completion", usage=usage
+    )
+    return openai.LengthFinishReasonError(completion=completion)
+
+
+@pytest.mark.parametrize("method", ["function_calling", "json_schema", "auto"])
+def test_an_answer_cut_off_at_the_token_limit_is_a_miss_to_retry_with_its_tokens_counted(method):
+    class _Rambles(_TextOnly):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            raise _length_limit_error()
+
+    from agent.models.factory import STRUCTURED_METHODS, model_key
+
+    model = _Rambles(calls=[])
+    STRUCTURED_METHODS.forget(model_key(model))
+    metered = Metered(model, "planner", method)
+    parsed, raw = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
+    assert parsed is None
+    assert "cut off at the token limit" in raw
+    assert metered.usage["planner"]["output_tokens"] == 1536
+    assert metered.usage["planner"]["input_tokens"] == 700
+
+
+def test_cut_off_tells_a_length_limit_from_other_failures():
+    from agent.errors import cut_off
+
+    assert cut_off(_length_limit_error())
+    assert cut_off(RuntimeError("wrapped")) is False
+    wrapped = RuntimeError("the call failed")
+    wrapped.__cause__ = _length_limit_error()
+    assert cut_off(wrapped)

@@ -378,3 +378,78 @@ def test_a_colon_in_a_name_that_is_no_known_file_stays():
     plan = [step("S1", "notes:draft.md")]
     steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, asked=["x.md"])
     assert errors == [] and steps[0].expected_output == "notes:draft.md"
+
+
+# ------------------------------------------------ a step's pytest check of its own tests
+
+
+def own_tests_plan(*extra, tests_check=None):
+    check = tests_check or {"kind": "pytest", "tests": ["tests/test_stats.py"]}
+    return [step("S1", "tests/test_stats.py", action="coder", check=check), *extra]
+
+
+def test_a_step_s_own_tests_check_the_module_they_test():
+    # the 1.5B, for a bug in stats.py: "write tests/test_stats.py, done when pytest runs it"
+    fix = step("S2", "stats.py", action="coder", check={"kind": "exists"})
+    steps, errors = parse_plan(
+        {"steps": own_tests_plan(fix)},
+        actions=ACTIONS,
+        max_steps=5,
+        files=["stats.py"],
+        asked=["stats.py"],
+    )
+    assert errors == []
+    by_id = {s.step_id: s for s in steps}
+    assert by_id["S1"].done_when == {"kind": "non_empty"}
+    assert by_id["S2"].depends_on == ["S1"]
+    pytest_part = next(p for p in by_id["S2"].done_when["checks"] if p["kind"] == "pytest")
+    assert pytest_part["tests"] == ["tests/test_stats.py"]
+
+
+def test_own_tests_keep_the_rest_of_their_check_and_other_tests_stay():
+    check = {
+        "kind": "all",
+        "checks": [
+            {"kind": "contains", "all": ["def test_"]},
+            {"kind": "pytest", "tests": ["tests/test_stats.py", "tests/test_old.py"]},
+        ],
+    }
+    steps, errors = parse_plan(
+        {"steps": own_tests_plan(step("S2", "stats.py", action="coder"), tests_check=check)},
+        actions=ACTIONS,
+        max_steps=5,
+        files=["stats.py", "tests/test_old.py"],
+    )
+    assert errors == []
+    tests_step = next(s for s in steps if s.step_id == "S1")
+    assert tests_step.done_when == {
+        "kind": "all",
+        "checks": [
+            {"kind": "contains", "all": ["def test_"]},
+            {"kind": "pytest", "tests": ["tests/test_old.py"]},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "others",
+    [
+        [],  # nothing else is written: which module the tests are for is not known
+        [step("S2", "a.py", action="coder"), step("S3", "b.py", action="coder")],
+    ],
+    ids=["no module", "two modules"],
+)
+def test_own_tests_with_no_one_module_to_check_are_refused_with_advice(others):
+    steps, errors = parse_plan({"steps": own_tests_plan(*others)}, actions=ACTIONS, max_steps=5)
+    assert steps is None
+    assert any("own artifact" in e and "tests/test_stats.py" in e for e in errors)
+
+
+def test_the_module_the_goal_names_takes_the_tests_among_several():
+    plan = own_tests_plan(step("S2", "a.py", action="coder"), step("S3", "b.py", action="coder"))
+    steps, errors = parse_plan(
+        {"steps": plan}, actions=ACTIONS, max_steps=5, asked=["b.py", "tests/test_stats.py"]
+    )
+    assert errors == []
+    by_id = {s.step_id: s for s in steps}
+    assert "S1" in by_id["S3"].depends_on and "S2" not in by_id  # a.py: not asked, not needed

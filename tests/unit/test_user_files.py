@@ -284,10 +284,15 @@ def test_edits_keep_the_users_mark_and_summaries_show_it():
     written = {"app.py": file_entry("new", step=2, status="done", step_id="S1"), "x.md": None}
     kept = keep_origin(written, files)
     assert kept["app.py"]["origin"] == "user" and kept["app.py"]["content"] == "new"
+    assert kept["app.py"]["given"] == "old"  # what a later rewrite is still compared with
+    again = keep_origin({"app.py": file_entry("newer", step=3, step_id="S2")}, kept)
+    assert again["app.py"]["given"] == "old" and again["app.py"]["content"] == "newer"
     assert kept["x.md"] is None
     summary = summarize_files({**files, "y.md": file_entry("y", step=1)}, step=2)
     assert summary["app.py"]["origin"] == "user" and "origin" not in summary["y.md"]
     assert "content" not in summary["app.py"] and "old" not in str(summary)
+    summary = summarize_files(kept | {"x.md": file_entry("x", step=2)}, step=2)
+    assert "old" not in str(summary) and "given" not in summary["app.py"]
 
 
 def test_the_planner_sees_every_name_and_size_and_the_head_of_the_first_files():

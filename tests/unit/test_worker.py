@@ -422,6 +422,20 @@ def test_without_tool_schemas_a_small_step_is_asked_directly_with_its_inputs_inl
     assert prompt_values("subagent_task", str(model.calls[0][-1].content)) is None
 
 
+def test_a_direct_first_draft_of_a_file_that_exists_shows_it_as_it_is_now():
+    # the user's stats.py to fix: a 1.5B never shown it rewrote it without its mean
+    given = "def mean(v):\n    return sum(v) / len(v)\n"
+    w, model = worker(["```\nOK\n```"], inputs={"out.txt": given}, tool_calling="text")
+    execute(w)
+    values = direct_prompt(model)
+    assert values is not None
+    current = prompt_values("subagent_direct_current", values["files"])
+    assert current is not None and current["path"] == "out.txt" and current["content"] == given
+    fresh, model = worker(["```\nOK\n```"], tool_calling="text")
+    execute(fresh)
+    assert direct_prompt(model)["files"] == ""
+
+
 def test_with_tool_schemas_bound_the_step_is_asked_through_its_tools():
     w, model = worker(
         [tool_call("write_file", path="out.txt", content="OK"), "done"],

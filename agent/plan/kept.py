@@ -1,0 +1,198 @@
+"""What a step rewriting one of the user's modules must keep: its public functions and
+classes stay defined (:func:`public_names`), and the functions the goal says to keep as they
+are ("fix median; keep mean and the rest of the file as they are") behave as they did in the
+file the user gave, on calls made from their signatures (:func:`kept_functions`,
+:func:`probe_calls`).
+
+On the 1.5B a fixed ``stats.py`` kept ``mean`` but dropped the ``ValueError`` it raised for
+no values, which the goal said to keep and a hidden regression test asserts; the floor's
+names and examples passed it. The given module runs in the check's process (it is the
+user's code, never the artifact's), so the artifact cannot change what it is compared with;
+a module importing anything but the standard library is not compared (its reference would
+depend on files a step may rewrite).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Sequence
+
+__all__ = ["MAX_GIVEN_CHARS", "comparable", "kept_functions", "probe_calls", "public_names"]
+
+MAX_GIVEN_CHARS = 50_000
+"""A bigger given module is not embedded in its check (kept names still apply)."""
+MAX_PROBES_PER_FUNCTION = 6
+MAX_PROBES = 24
+
+# a verb that keeps what follows it ("keep mean …", "do not change mean"), or a state that
+# keeps what comes right before it ("mean stays unchanged", "… mean as it is")
+_KEEP_VERB = re.compile(
+    r"\b(?:keep|leave|preserve|retain|(?:do not|don't|must not|should not|never|without)"
+    r" (?:change|changing|touch|touching|modify|modifying|alter|altering|break|breaking))\b",
+    re.I,
+)
+_KEEP_STATE = re.compile(r"\b(?:unchanged|untouched|intact|as (?:it is|they are))\b", re.I)
+_CONJUNCTION = r"\b(?:so that|but|while|then|where|whereas)\b"
+_CLAUSE_START = re.compile(rf"{_CONJUNCTION}|,", re.I)
+_REGION_END = re.compile(_CONJUNCTION, re.I)  # a list of names after "keep" has commas
+_REST = re.compile(
+    r"\b(?:the rest|everything else|anything else|all else|(?:all |the )?other"
+    r" (?:functions?|code|parts?|methods?|helpers?))\b",
+    re.I,
+)
+_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n")
+
+
+def public_names(source: str) -> list[str]:
+    """The public functions and classes a module defines at its top level, in order (none
+    when it does not parse): what a step editing the user's module must keep."""
+    body = _body(source)
+    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [n.name for n in body if isinstance(n, defined) and not n.name.startswith("_")]
+
+
+def kept_functions(goal: str, names: Sequence[str]) -> list[str]:
+    """Which of ``names`` (a module's public names) the goal says to keep as they are: those
+    it names after "keep", "leave", "do not change" … (up to a "but", "so that" …) or
+    right before "unchanged", "as it is" …; with "the rest", "everything else" … also every
+    name the goal does not name elsewhere. A name the goal names outside such a clause (the
+    one to fix) is never kept."""
+    inside, outside = [], []
+    for clause in (c for c in _CLAUSE_END.split(goal) if c.strip()):
+        if verb := _KEEP_VERB.search(clause):
+            after = _REGION_END.search(clause, verb.end())
+            end = after.start() if after else len(clause)
+            inside.append(clause[verb.end() : end])
+            outside.append(clause[: verb.start()] + clause[end:])
+        elif state := _KEEP_STATE.search(clause):
+            starts = [m.end() for m in _CLAUSE_START.finditer(clause, 0, state.start())]
+            start = starts[-1] if starts else 0
+            inside.append(clause[start : state.end()])
+            outside.append(clause[:start] + clause[state.end() :])
+        else:
+            outside.append(clause)
+    elsewhere = {n for n in names if any(_names(text, n) for text in outside)}
+    rest = any(_REST.search(text) for text in inside)
+    kept = [n for n in names if rest or any(_names(text, n) for text in inside)]
+    return [n for n in kept if n not in elsewhere]
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
+
+
+def comparable(source: str) -> bool:
+    """Whether the given module can be run beside the artifact as its reference: it parses,
+    is not too big, and imports only the standard library."""
+    if len(source) > MAX_GIVEN_CHARS:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            tops = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            tops = [(node.module or "").split(".")[0]] if not node.level else [""]
+        else:
+            continue
+        if any(t not in sys.stdlib_module_names for t in tops):
+            return False
+    return True
+
+
+def probe_calls(source: str, functions: Sequence[str]) -> list[str]:
+    """Calls of each of ``functions`` (top-level functions of ``source``) with values of its
+    parameters' annotated types, edge values first (``mean([])``, ``mean([2.5])`` …); a
+    parameter with no annotation takes values of several types (a call both versions refuse
+    the same way compares equal). A function with a parameter of a type no value can be made
+    for, or with no required parameter, gets none."""
+    defs = {
+        n.name: n
+        for n in _body(source)
+        if isinstance(n, ast.FunctionDef) and n.name in set(functions)
+    }
+    calls: list[str] = []
+    for name in functions:
+        fn = defs.get(name)
+        if fn is not None:
+            calls += _probes(fn)[:MAX_PROBES_PER_FUNCTION]
+    return calls[:MAX_PROBES]
+
+
+def _body(source: str) -> list[ast.stmt]:
+    try:
+        return ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return []
+
+
+_ANY = ["0", "''", "[]", "None", "3", "'abc'", "[3, 1, 2]", "2.5", "-2"]
+_VALUES = {
+    "int": ["0", "1", "-3", "10"],
+    "float": ["0.0", "1.5", "-2.5", "10"],
+    "str": ["''", "'abc'", "'Hello, World'", "' a b '"],
+    "bool": ["True", "False"],
+    "bytes": ["b''", "b'abc'"],
+    "dict": ["{}", "{'a': 1, 'b': 2}"],
+    "list": ["[]", "[1]", "[3, 1, 2]", "[1, 2, 3, 4]"],
+    "tuple": ["()", "(1, 2)"],
+    "set": ["set()", "{1, 2}"],
+}
+_ITEMS = {
+    "int": ["[]", "[5]", "[1, 2, 3, 4]", "[3, 1, 2]", "[-1, 0, 1]"],
+    "float": ["[]", "[2.5]", "[1.5, 2.5, 4.0]", "[3.0, 1.0, 2.0]", "[-1.5, 0.0]"],
+    "str": ["[]", "['a']", "['b', 'a', 'c']", "['', 'x y']"],
+}
+_SEQUENCES = frozenset({"list", "List", "Sequence", "Iterable", "Collection"})
+
+
+def _probes(fn: ast.FunctionDef) -> list[str]:
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    required = positional[: len(positional) - len(args.defaults)]
+    keywords = [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    params = [*required, *keywords]
+    if not params or params[0].arg in {"self", "cls"}:
+        return []
+    values = [_values(a.annotation) for a in params]
+    if any(not v for v in values):
+        return []
+    calls = []
+    for i in range(max(len(v) for v in values)):
+        chosen = [v[i % len(v)] for v in values]
+        shown = chosen[: len(required)] + [
+            f"{a.arg}={v}" for a, v in zip(keywords, chosen[len(required) :], strict=True)
+        ]
+        calls.append(f"{fn.name}({', '.join(shown)})")
+    return calls
+
+
+def _values(annotation: ast.expr | None) -> list[str]:
+    """Values (as source) of the type ``annotation`` names; several types when there is no
+    annotation; none for a type not known."""
+    if annotation is None:
+        return _ANY
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:  # a string annotation ("list[float]")
+            return _values(ast.parse(annotation.value, mode="eval").body)
+        except SyntaxError:
+            return []
+    if isinstance(annotation, ast.Name):
+        return _VALUES.get(annotation.id, [])
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        right_none = isinstance(annotation.right, ast.Constant) and annotation.right.value is None
+        return ["None", *_values(annotation.left)] if right_none else []
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name):
+        outer, inner = annotation.value.id, annotation.slice
+        if outer == "Optional":
+            return ["None", *_values(inner)]
+        if outer in _SEQUENCES:
+            item = inner.id if isinstance(inner, ast.Name) else ""
+            return _ITEMS.get(item, _VALUES["list"] if outer in {"list", "List"} else [])
+        if outer in {"dict", "Dict", "Mapping"}:
+            return _VALUES["dict"]
+    return []
