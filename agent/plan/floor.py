@@ -22,7 +22,10 @@ alone: :func:`without_floor`):
   (:mod:`agent.plan.kept`);
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
   goal names this file as its one JSON file;
-- a ``.sql`` runs on the database the goal names (or the one declared).
+- a ``.sql`` runs on the database the goal names (or the one declared);
+- a document the goal names (``report.md``) whose goal asks it to cite sources cites at
+  least as many as the goal says, each from the step's tool results (``citations``): on the
+  1.5B an ``exists`` check ended a report with no citation ``success``.
 
 A check with any other kind (``python``, ``pytest``, ``sql``, ``json_schema``, ``citations``,
 a custom kind) is the planner's evidence; but what the goal states of the module it names
@@ -146,11 +149,35 @@ def floor_check(
         jsons = [f for f in asked if f.lower().endswith(".json")]
         keys = goal_json_keys(goal) if jsons == [path] else []
         return {"kind": "json_schema", "schema": _keys_schema(keys)}
+    if suffix in _DOCUMENTS:
+        return citations_floor(path, goal, asked)
     if suffix == ".sql":
         named = [d for d in databases if re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w-])", goal)]
         chosen = named if len(named) == 1 else list(databases)
         return {"kind": "sql", "db": chosen[0]} if len(chosen) == 1 else None
     return None
+
+
+_DOCUMENTS = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
+_CITE = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.IGNORECASE)
+_AT_LEAST = re.compile(
+    r"\bcit(?:e|es|ing)\b[^.;]{0,40}?\b(?:at least|no fewer than|a minimum of)\s+"
+    r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b",
+    re.IGNORECASE,
+)
+_NUMBERS = {
+    w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), 1)
+}
+
+
+def citations_floor(path: str, goal: str, asked: Collection[str]) -> dict[str, Any] | None:
+    """A ``citations`` check of a document the goal names when the goal asks for citations,
+    with the least number the goal states (1 when it states none); None otherwise."""
+    if path not in asked or not _CITE.search(goal):
+        return None
+    least = _AT_LEAST.search(goal)
+    word = least.group(1).lower() if least else "1"
+    return {"kind": "citations", "min": int(word) if word.isdigit() else _NUMBERS[word]}
 
 
 def stated_floor(

@@ -291,3 +291,41 @@ def test_the_planner_keeps_the_users_modules_as_given_only():
     files = {"stats.py": mine, "gen.py": theirs, "notes.md": notes, "old.py": edited}
     # as the user gave them: a step's rewrite of old.py does not change what it must keep
     assert user_modules(files) == {"stats.py": "def mean(v): ...\n", "old.py": "def f(): ...\n"}
+
+
+CITING = (
+    "Write report.md: a short report on vector indexes. Use the search tool to find sources "
+    "and cite at least 2 of them by the URLs the search returned; cite no other URL."
+)
+
+
+@pytest.mark.parametrize("check", [{"kind": "exists"}, {"kind": "non_empty"}])
+def test_a_report_the_goal_asks_to_cite_must_cite_what_the_tools_returned(check):
+    (raised,) = plan(step("S1", "report.md", action="writer", check=check), goal=CITING)
+    assert {"kind": "citations", "min": 2} in raised.done_when["checks"]
+    assert "citations" in check_kinds(raised.done_when)
+
+
+@pytest.mark.parametrize(
+    ("goal", "least"),
+    [
+        ("Write notes.md and cite your sources.", 1),
+        ("Write notes.md; cite at least three sources.", 3),
+        ("Write notes.md citing no fewer than 4 papers.", 4),
+    ],
+)
+def test_the_least_number_of_citations_is_the_one_the_goal_states(goal, least):
+    (raised,) = plan(step("S1", "notes.md", action="writer", check={"kind": "exists"}), goal=goal)
+    assert {"kind": "citations", "min": least} in raised.done_when["checks"]
+
+
+@pytest.mark.parametrize(
+    ("path", "goal"),
+    [
+        ("report.md", "Write report.md: a short summary of HNSW."),  # no citations asked
+        ("notes.md", CITING),  # a document the goal does not name
+    ],
+)
+def test_a_document_without_asked_citations_keeps_the_planner_s_check(path, goal):
+    (kept,) = plan(step("S1", path, action="writer", check={"kind": "exists"}), goal=goal)
+    assert "citations" not in check_kinds(kept.done_when)
