@@ -43,6 +43,19 @@ _REST = re.compile(
     re.I,
 )
 _CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n")
+# the whole module's behaviour kept, with no qualifier after it ("behaviour must not change:
+# every existing call must return exactly what it returns today", "a refactor that keeps the
+# behaviour"): every public function of the given file is kept, the named ones too
+_BEHAVIOUR = r"(?:its |the |their |all |existing |current |observable |module's )*behaviou?rs?"
+_WHOLE = re.compile(
+    rf"(?:\b{_BEHAVIOUR}\s+(?:must|should|may|will|does|do|is to)?\s*(?:not|never)\s+change"
+    rf"|\b{_BEHAVIOUR}\s+(?:must |should |will )?(?:stays?|remains?|be) (?:the same|unchanged)"
+    rf"|\b(?:keep|keeps|keeping|preserve|preserves|preserving)\s+{_BEHAVIOUR}"
+    rf"|\bwithout (?:changing|altering) {_BEHAVIOUR}"
+    r"|\bevery (?:existing )?call (?:must|should) return exactly what it returns)"
+    r"(?=\s*(?:[.:;,!]|$|\band\b|\bevery\b))",
+    re.I,
+)
 
 
 def public_names(source: str) -> list[str]:
@@ -58,7 +71,10 @@ def kept_functions(goal: str, names: Sequence[str]) -> list[str]:
     it names after "keep", "leave", "do not change" … (up to a "but", "so that" …) or
     right before "unchanged", "as it is" …; with "the rest", "everything else" … also every
     name the goal does not name elsewhere. A name the goal names outside such a clause (the
-    one to fix) is never kept."""
+    one to fix) is never kept; but when the goal keeps the whole behaviour ("behaviour must
+    not change", a refactor's promise) every name is kept."""
+    if _WHOLE.search(goal):
+        return list(names)
     inside, outside = [], []
     for clause in (c for c in _CLAUSE_END.split(goal) if c.strip()):
         if verb := _KEEP_VERB.search(clause):

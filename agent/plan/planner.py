@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
+from agent.plan.direct import direct_steps
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
@@ -52,6 +53,26 @@ async def ask_planner(
     ``databases``: the names (never the paths) of the databases the user declared, which
     the planner is shown and its sql checks may name."""
     files = state.get("files") or {}
+    goal = str(state.get("goal", ""))
+
+    def parsed(draft: PlanDraft) -> PlanOutcome:
+        steps, errors = parse_plan(
+            draft,
+            actions=registry,
+            max_steps=max_plan_steps,
+            databases=databases,
+            files=tuple(p for p in files if not is_scratch(p)),
+            asked=named_files(goal),
+            goal=goal,
+            kept=user_modules(files),
+        )
+        return PlanOutcome(steps, errors)
+
+    direct = None if state.get("plan") else direct_steps(goal, files, registry, max_plan_steps)
+    if direct is not None:  # the goal names its files: no model call (agent.plan.direct)
+        outcome = parsed(PlanDraft(steps=direct))
+        if outcome.steps is not None:
+            return outcome
     messages = _planner_messages(
         state, registry, reason, answer, max_plan_steps, planning, databases
     )
@@ -65,17 +86,7 @@ async def ask_planner(
         if draft is None:
             outcome = PlanOutcome(None, [f"the answer is not a valid plan: {raw}"])
         else:
-            steps, errors = parse_plan(
-                draft,
-                actions=registry,
-                max_steps=max_plan_steps,
-                databases=databases,
-                files=tuple(p for p in files if not is_scratch(p)),
-                asked=named_files(str(state.get("goal", ""))),
-                goal=str(state.get("goal", "")),
-                kept=user_modules(files),
-            )
-            outcome = PlanOutcome(steps, errors)
+            outcome = parsed(draft)
         if outcome.steps is not None:
             return outcome
         shown = raw[:2000] if draft is None else draft.model_dump_json()[:4000]

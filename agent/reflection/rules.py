@@ -196,7 +196,14 @@ def failed_round(s: Situation, error: str) -> Decision:
 
 
 def validate_decision(d: Decision, s: Situation) -> Decision:
-    """Overrule an ``end`` without evidence and a ``continue`` with nothing to do."""
+    """Overrule an ``end`` without evidence and a ``continue`` with nothing to do: that is an
+    ``end`` when the end would stand (every planned artifact done, its check passed), else a
+    ``replan``. On the 1.5B a reflection shown one artifact done answered "continue"; made
+    a replan, it re-ran the finished step until the depth cap paused the thread."""
+    nothing_left = not s.ready and not pending_steps(s.plan, s.files)
+    if d.decision == vocabulary.Decision.CONTINUE and nothing_left and s.done_files():
+        why = "continue with nothing left to do: every planned artifact is done"
+        return validate_decision(Decision(vocabulary.Decision.END, why, by=d.by, forced=True), s)
     if d.decision == vocabulary.Decision.END:
         done = s.done_files()
         missing = [st["step_id"] for st in pending_steps(s.plan, s.files)]

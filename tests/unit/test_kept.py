@@ -45,6 +45,13 @@ def test_public_names_are_the_top_level_functions_and_classes():
         ("Fix median and mean.", []),
         ("Rewrite stats.py faster.", []),
         ("Keep it simple: fix median.", []),  # "keep" names no function here
+        # the whole behaviour kept: every name, the ones the goal names too
+        ("Refactor mean and median. Behaviour must not change.", NAMES),
+        ("Tidy stats.py without changing its behaviour.", NAMES),
+        ("Split median into helpers; the behaviour stays the same.", NAMES),
+        ("Refactor median, keeping the existing behaviour.", NAMES),
+        # a qualified behaviour clause is not the whole module's
+        ("Fix median. Behaviour must not change for odd lists.", []),
     ],
 )
 def test_the_functions_a_goal_says_to_keep(goal, kept):
@@ -54,6 +61,11 @@ def test_the_functions_a_goal_says_to_keep(goal, kept):
 def test_the_bughunt_goal_keeps_mean():
     goal = json.loads((GOALS / "bughunt" / "goal.json").read_text())["goal"]
     assert kept_functions(goal, ["mean", "median"]) == ["mean"]
+
+
+def test_the_refactor_goal_keeps_both_functions_it_names():
+    goal = json.loads((GOALS / "refactor" / "goal.json").read_text())["goal"]
+    assert kept_functions(goal, ["book_price", "music_price"]) == ["book_price", "music_price"]
 
 
 def test_probe_calls_follow_the_signature_edge_values_first():

@@ -114,10 +114,19 @@ def test_strict_end_needs_every_expected_artifact():
     assert validate_decision(Decision("end", "", by="model"), lenient).decision == "end"
 
 
-def test_continue_with_nothing_ready_becomes_replan():
+def test_continue_with_every_artifact_done_is_an_end():
     files = {"a.md": done("a.md"), "b.md": done("b.md")}
     decision = validate_decision(Decision("continue", "", by="model"), situation(files))
-    assert decision.decision == "replan"
+    assert decision.decision == "end" and decision.forced and decision.final_answer
+
+
+def test_continue_with_nothing_ready_but_work_left_becomes_replan():
+    files = {"a.md": done("a.md")}
+    steps = [step("S1", "a.md"), step("S2", "b.md", deps=("S9",))]  # S2 can never be ready
+    for strict in (True, False):  # lenient: an end would stand, but S2 is not done
+        s = situation(files, steps=steps, strict_end=strict)
+        decision = validate_decision(Decision("continue", "", by="model"), s)
+        assert decision.decision == "replan" and decision.forced
 
 
 def test_a_malformed_answer_is_never_an_end():

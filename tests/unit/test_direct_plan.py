@@ -1,0 +1,127 @@
+"""Goals that name their files are planned by code, without the planner model."""
+
+import asyncio
+
+import pytest
+from langchain_core.tools import tool
+
+from agent.controller.subagents import build_registry
+from agent.models.factory import Metered
+from agent.models.scripted import ScriptedChatModel
+from agent.plan.direct import asks_human, direct_steps, goal_outputs
+from agent.plan.planner import ask_planner
+from agent.vfs.entries import file_entry
+from agent.vfs.origin import USER
+
+REGISTRY = build_registry()
+
+
+def user(text):
+    return file_entry(text, step=0, origin=USER)
+
+
+def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None):
+    model = ScriptedChatModel(list(plan_answers))
+    state = {"goal": goal, "files": files or {}, "step": 0, "plan": state_plan}
+    outcome = asyncio.run(
+        ask_planner(
+            Metered(model, "planner", "auto"),
+            state,
+            registry,
+            reason="",
+            answer="",
+            max_plan_steps=8,
+        )
+    )
+    return outcome, model
+
+
+def test_a_goal_naming_one_file_is_one_step_without_a_model_call():
+    outcome, model = plan("Write roman.py with to_roman(n: int) -> str; 4 is IV.")
+    assert model.calls == []
+    assert [(s.step_id, s.action, s.expected_output) for s in outcome.steps] == [
+        ("S1", "coder", "roman.py")
+    ]
+    # the floor raised the default check: roman.py must run and define to_roman
+    assert "to_roman" in str(outcome.steps[0].done_when)
+
+
+def test_a_users_file_the_goal_names_is_the_file_the_step_edits():
+    files = {"stats.py": user("def median(xs):\n    return xs[0]\n")}
+    outcome, model = plan("Fix the median bug in stats.py.", files)
+    assert model.calls == [] and [s.expected_output for s in outcome.steps] == ["stats.py"]
+
+
+def test_a_users_input_file_is_read_not_written():
+    files = {"notes.txt": user("some notes\n")}
+    steps = direct_steps("Summarise notes.txt into summary.md.", files, REGISTRY, 8)
+    assert [(s.action, s.expected_output) for s in steps] == [("writer", "summary.md")]
+
+
+def test_two_named_files_are_two_steps_the_second_depending_on_the_first():
+    steps = direct_steps("Write pkg/a.py and pkg/b.py; b imports a.", {}, REGISTRY, 8)
+    assert [(s.step_id, s.depends_on, s.expected_output) for s in steps] == [
+        ("S1", [], "pkg/a.py"),
+        ("S2", ["S1"], "pkg/b.py"),
+    ]
+    assert "pkg/b.py" in steps[0].instructions  # told another step writes it
+
+
+def test_the_role_whose_tool_the_goal_names_writes_the_file():
+    @tool
+    def search(query: str) -> str:
+        """Search the corpus."""
+        return ""
+
+    registry = build_registry(tools={"researcher": [search]})
+    goal = "Write report.md; use the search tool and cite 2 sources."
+    assert [s.action for s in direct_steps(goal, {}, registry, 8)] == ["researcher"]
+    assert [s.action for s in direct_steps(goal, {}, REGISTRY, 8)] == ["writer"]
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Explain the difference between a list and a tuple.",  # no file
+        "Write calc.py and tests/test_calc.py for it.",  # a test file: the planner's
+        "Write a.py, b.py, c.py and d.py.",  # more than a few
+        "Write deploy.json; ask the user which region first.",  # the answer is not here
+        "Use os.path and e.g. numpy.linalg to explain paths.",  # names, not files
+        "Write /etc/passwd.json and ../up.py.",  # not VFS paths
+    ],
+)
+def test_goals_the_model_plans(goal):
+    assert direct_steps(goal, {}, REGISTRY, 8) is None
+
+
+def test_the_model_plans_when_a_plan_exists_or_the_goal_needs_it():
+    answer = {"steps": [{"step_id": "S1", "action": "writer", "instructions": "Answer.",
+                         "expected_output": "answer.md"}]}  # fmt: skip
+    outcome, model = plan("Explain tuples.", plan_answers=[answer])
+    assert len(model.calls) == 1 and outcome.steps[0].expected_output == "answer.md"
+    old = {"version": 1, "steps": []}
+    outcome, model = plan("Write x.py.", plan_answers=[answer], state_plan=old)
+    assert len(model.calls) == 1  # a replan is the model's: it reads why
+
+
+def test_a_step_limit_below_the_files_leaves_it_to_the_model():
+    assert direct_steps("Write a.py and b.py.", {}, REGISTRY, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("goal", "asks"),
+    [
+        ("ask the user which region before writing", True),
+        ("Confirm with the operator which port", True),
+        ("Check with me before you write", True),
+        ("the task asks for a report", False),
+        ("the user asked for roman.py", False),
+    ],
+)
+def test_asks_human(goal, asks):
+    assert asks_human(goal) is asks
+
+
+def test_goal_outputs_skip_named_test_files_of_the_user():
+    files = {"stats.py": user("x = 1\n"), "test_stats.py": user("def test(): ...\n")}
+    assert goal_outputs("Make test_stats.py pass by fixing stats.py.", files) == ["stats.py"]
