@@ -9,3 +9,8 @@ MAX_REVISIONS = 2
 
 MAX_TOOL_TURNS = 12
 """Model turns one draft may take with its tools (``build_graph(max_tool_turns=...)``)."""
+
+REPEATED_TEMPERATURE = 0.7
+"""The sampling temperature of a revision asked again because it repeated a draft that had
+already failed (``agent.controller.revise``): at the model's own (greedy on our benchmarks),
+the same prompt would get the same draft back."""

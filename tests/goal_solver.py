@@ -58,7 +58,7 @@ def _artifact(goal: str, path: str, instructions: str) -> str:
     if os.environ.get(WRONG_ENV):  # the first known-bad artifact: a run that "succeeds" wrongly
         return BAD[goal][0].get(path, "")
     body = GOOD[goal][path]
-    if goal == "escalation":
+    if goal == "escalation":  # the region the plan's instructions carry (from the answer)
         found = _REGION.search(instructions)
         body = body.replace("eu-north-1", found.group(0) if found else "unknown")
     return body
@@ -67,7 +67,7 @@ def _artifact(goal: str, path: str, instructions: str) -> str:
 def _subagent(goal: str) -> Any:
     def respond(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
         text = str(metadata.get("instructions") or "")
-        path = text.split()[1].rstrip(".") if text.startswith("Write ") else ""
+        path = str(metadata.get("expected_output") or "")
         last = messages[-1]
         if goal == "citations" and not isinstance(last, ToolMessage):
             return tool_call("search", query="vector index HNSW IVF choosing")

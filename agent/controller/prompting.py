@@ -60,6 +60,7 @@ def task_messages(
     else:
         issues = json.dumps(feedback.get("issues", []), indent=1)
         human = render("subagent_revision", **values, mode=feedback.get("mode"), issues=issues)
+        human += repeated_note(feedback, str(step["expected_output"]))
     return [SystemMessage(system_prompt), HumanMessage(human)]
 
 
@@ -115,8 +116,13 @@ def direct_messages(
             language=fence_language(path),
             draft=_as_lines(draft),
             issues=issues or "(no detail)",
-        )
+        ) + repeated_note(feedback, path)
     return [SystemMessage(system_prompt), HumanMessage(human)]
+
+
+def repeated_note(feedback: Mapping[str, Any], path: str) -> str:
+    """What a revision asked again is told: its answer was a draft that already failed."""
+    return render("subagent_repeated", expected_output=path) if feedback.get("repeated") else ""
 
 
 def _as_lines(text: str) -> str:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from langgraph.errors import GraphBubbleUp
 
@@ -36,6 +36,10 @@ class Feedback(TypedDict):
     issues: list[dict[str, Any]]
     """Grounded issues of `draft` as `Issue` dicts, blocking first, at most `feedback_cap`;
     empty after a malformed critique (then `mode` is `rewrite`)."""
+    repeated: NotRequired[bool]
+    """True when the answer to this feedback was a draft already seen: it is asked once more,
+    told so, before the loop stops `oscillating` (a greedy small model sent a failing
+    ``stats.py`` back unchanged; asked again, sampled, it can move)."""
 
 
 # Each callable may be sync or a coroutine function: the loop awaits what it returns.
@@ -181,17 +185,26 @@ async def arevise_loop(
         reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
         if reason is not None:
             return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
+        asked = _feedback(current, config.feedback_cap)
         try:
-            draft, cost = await maybe_await(generate(task, _feedback(current, config.feedback_cap)))
+            draft, cost = await maybe_await(generate(task, asked))
+            tokens += cost
+            if _seen(draft, rounds):  # asked once more, told so, before it is oscillating
+                draft, cost = await maybe_await(generate(task, asked | {"repeated": True}))
+                tokens += cost
         except Exception as exc:
             _propagate_if_retryable(exc)
             revisions = len(rounds) - 1
             return _result(
                 rounds, LoopStop.GENERATOR_ERROR, revisions=revisions, tokens=tokens, error=exc
             )
-        tokens += cost
-        if any(_sha(draft) == seen.draft_hash for seen in rounds):
+        if _seen(draft, rounds):
             return _result(rounds, LoopStop.OSCILLATING, revisions=len(rounds), tokens=tokens)
+
+
+def _seen(draft: str, rounds: list[_Round]) -> bool:
+    """Whether ``draft`` is one the loop already evaluated."""
+    return any(_sha(draft) == seen.draft_hash for seen in rounds)
 
 
 revise_loop = synced(arevise_loop)

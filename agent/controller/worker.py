@@ -11,6 +11,7 @@ stop; and the outcome becomes file entries and trajectory events
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from langchain_core.runnables import Runnable
@@ -32,7 +33,7 @@ from agent.controller.revise import LoopConfig, arevise_loop
 from agent.controller.sources import CitationSources
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
-from agent.limits import MAX_TOOL_TURNS
+from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
 from agent.models.factory import Metered, merge_usage
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
@@ -116,7 +117,14 @@ class StepWorker:
         """One draft: a bounded tool-calling conversation; the artifact is what it wrote.
         A step that needs no tool but the file tools is asked directly (its inputs and
         draft in the prompt, the artifact in a fence: :mod:`agent.controller.prompting`),
-        as a user asking the model plainly would, unless ``tool_calling`` is ``native``."""
+        as a user asking the model plainly would, unless ``tool_calling`` is ``native``.
+        A revision asked again because it repeated a failed draft samples at
+        ``REPEATED_TEMPERATURE``: greedy, it would repeat it again."""
+        repeated = bool(feedback and feedback.get("repeated"))
+        with self.model.sampling(REPEATED_TEMPERATURE) if repeated else nullcontext():
+            return await self._agenerate(feedback)
+
+    async def _agenerate(self, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE

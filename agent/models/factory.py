@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -173,6 +174,19 @@ class Metered:
         self.structured_method = structured_method
         self.metadata: dict[str, Any] = {"role": role, **(metadata or {})}
         self.usage: dict[str, dict[str, int]] = {}
+        self.temperature: float | None = None
+        """Set by :meth:`sampling` for the calls inside it; None: the model's own."""
+
+    @contextmanager
+    def sampling(self, temperature: float) -> Iterator[None]:
+        """The calls inside sample at ``temperature`` when the model has that setting (every
+        LangChain chat model that samples does): a greedy model asked again would answer
+        exactly as before."""
+        self.temperature = temperature
+        try:
+            yield
+        finally:
+            self.temperature = None
 
     def config(
         self, metadata: Mapping[str, Any] | None = None, *, nostream: bool = False
@@ -216,7 +230,10 @@ class Metered:
         return total_tokens(self.usage)
 
     def _bound(self, tools: Sequence[Any] | None) -> Runnable:
-        return self.model.bind_tools(list(tools)) if tools else self.model
+        model = self.model
+        if self.temperature is not None and "temperature" in type(model).model_fields:
+            model = model.model_copy(update={"temperature": self.temperature})
+        return model.bind_tools(list(tools)) if tools else model
 
     def invoke(
         self,

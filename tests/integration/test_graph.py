@@ -292,14 +292,14 @@ def test_the_same_invalid_plan_twice_gets_an_example_and_a_third_try(tmp_path):
     cyclic = [step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))]
     roles = models([{"steps": cyclic}, {"steps": cyclic}, {"steps": [step("S1", "a.md")]}], [END])
     graph, _ = sqlite_graph(tmp_path, roles)
-    result = run(graph, "Write notes to a.md", context=ctx(), thread_id="t")
+    result = run(graph, "Write notes on tuples", context=ctx(), thread_id="t")
     assert result["status"] == "success"
     third = str(roles["planner"].calls[2][-1].content)
     values = prompt_values("planner_retry_example", third)
     assert values is not None and "cycle" in values["errors"]
     example = json.loads(values["example"])
     assert example["steps"][0]["expected_output"] == "a.md"  # the file the draft named
-    assert example["steps"][0]["instructions"] == "Write notes to a.md"
+    assert example["steps"][0]["instructions"] == "Write notes on tuples"
 
 
 def test_malformed_reflection_answer_is_a_failed_round_never_an_end(tmp_path):

@@ -101,28 +101,33 @@ def test_revise_loop_stops_in_bounds_and_never_returns_a_worse_draft(
         critiqued.append(critiques[len(critiqued) % len(critiques)])
         return critiqued[-1], tokens
 
+    evaluated: list[str] = []
+
+    def evidence(draft):
+        evaluated.append(draft)
+        return {"passed": False, "evidence": "x"}
+
     config = LoopConfig(max_revisions=max_revisions, min_gain=min_gain, token_budget=token_budget)
-    result = revise_loop(
-        "task", generate, lambda d: {"passed": False, "evidence": "x"}, critique, config
-    )
+    result = revise_loop("task", generate, evidence, critique, config)
 
     assert result.stop_reason in STOP_REASONS
     assert 0 <= result.rounds <= max_revisions
-    assert len(generated) <= max_revisions + 1 and len(critiqued) <= max_revisions + 1
-    assert result.best in generated
+    assert len(evaluated) <= max_revisions + 1 and len(critiqued) == len(evaluated)
+    assert len(generated) <= 2 * max_revisions + 1  # a repeated revision is asked once more
+    assert result.best in evaluated
     parsed = [parse_critique(c) for c in critiqued]
     scores = [p.score if p else 0.0 for p in parsed]  # malformed scores 0, never approval
     assert [h["score"] for h in result.history] == scores
     passed = [p is not None and not blocking(ground(p)) for p in parsed]
     assert result.converged == (result.stop_reason == "pass") == any(passed)
     if result.converged:
-        assert passed[-1] and result.best == generated[len(critiqued) - 1]
+        assert passed[-1] and result.best == evaluated[-1]
     else:
         assert result.best_score == max(scores)  # never a draft worse than another
         first_best = scores.index(max(scores))
-        assert result.best == generated[first_best]
-    if result.stop_reason == "oscillating":
-        assert generated[-1] in generated[:-1]
+        assert result.best == evaluated[first_best]
+    if result.stop_reason == "oscillating":  # the revision and the one asked again repeated
+        assert generated[-1] in evaluated and generated[-2] in evaluated
 
 
 # ---------------------------------------------------------------------------- reflection

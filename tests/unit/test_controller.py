@@ -124,13 +124,26 @@ def test_flat_rounds_must_be_consecutive_to_stall() -> None:
     assert (result.stop_reason, result.rounds) == ("stalled", 4)
 
 
-def test_oscillating_drafts_stop_when_a_revision_repeats_an_earlier_draft() -> None:
-    sim = Sim([blocked(0.3), blocked(0.5)], drafts=["A", "B", "A"])
+def test_oscillating_drafts_stop_when_a_revision_asked_again_repeats_an_earlier_draft() -> None:
+    sim = Sim([blocked(0.3), blocked(0.5)], drafts=["A", "B", "A", "B"])
     result = sim.run(max_revisions=10)
     assert (result.stop_reason, result.rounds) == ("oscillating", 2)
     assert (result.best, result.best_score) == ("B", 0.5)
-    assert sim.critiqued == ["A", "B"]  # the repeat is not critiqued again
+    assert sim.critiqued == ["A", "B"]  # the repeats are not critiqued again
     assert len(result.history) == result.rounds
+    assert [bool(f and f.get("repeated")) for f in sim.feedback] == [False, False, False, True]
+
+
+def test_a_repeated_revision_is_asked_once_more_told_so() -> None:
+    # greedy small models send a failing file back unchanged; asked again, it may move
+    sim = Sim([blocked(0.3), approved()], drafts=["A", "A", "C"])
+    result = sim.run(max_revisions=2)
+    assert (result.stop_reason, result.rounds, result.best) == ("pass", 1, "C")
+    assert sim.critiqued == ["A", "C"]
+    assert sim.feedback[2] is not None and sim.feedback[2]["repeated"] is True
+    assert (
+        sim.feedback[2]["draft"] == "A" and sim.feedback[2]["issues"] == sim.feedback[1]["issues"]
+    )
 
 
 def test_two_consecutive_malformed_critiques_stop_with_critic_error() -> None:

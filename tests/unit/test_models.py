@@ -274,3 +274,17 @@ def test_cut_off_tells_a_length_limit_from_other_failures():
     wrapped = RuntimeError("the call failed")
     wrapped.__cause__ = _length_limit_error()
     assert cut_off(wrapped)
+
+
+def test_metered_sampling_sets_the_temperature_of_the_calls_inside_only():
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="x", temperature=0)
+    metered = Metered(model, "coder", "auto")
+    with metered.sampling(0.7):
+        assert metered._bound(None).temperature == 0.7
+        assert metered._bound([]).temperature == 0.7
+    assert metered._bound(None) is model and model.temperature == 0
+    scripted = Metered(ScriptedChatModel(["x"]), "coder", "auto")  # no such setting: as it is
+    with scripted.sampling(0.7):
+        assert scripted._bound(None) is scripted.model

@@ -492,3 +492,20 @@ def test_a_direct_draft_without_a_fence_is_reminded_to_reply_with_one():
     draft, _ = asyncio.run(w.agenerate("task", None))
     assert draft == "OK\n" and len(model.calls) == 2
     assert prompt_values("subagent_no_fence", str(model.calls[1][-1].content))
+
+
+def test_a_revision_asked_again_is_told_its_answer_repeated_a_failed_draft():
+    from agent.controller.prompting import direct_messages, task_messages
+    from agent.prompts import render
+
+    step_ = {"step_id": "S1", "instructions": "Fix it.", "expected_output": "stats.py"}
+    feedback = {"mode": "rewrite", "draft": "x = 1\n", "issues": [{"evidence": "bad"}]}
+    note = render("subagent_repeated", expected_output="stats.py").strip()
+    for repeated in (False, True):
+        fb = {**feedback, "repeated": True} if repeated else feedback
+        direct = direct_messages(
+            step_, goal="g", system_prompt="s", files={}, draft="x = 1\n", feedback=fb
+        )
+        tooled = task_messages(step_, goal="g", system_prompt="s", inputs=[], feedback=fb)
+        for messages in (direct, tooled):
+            assert (note in messages[-1].content) is repeated
