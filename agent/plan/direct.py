@@ -26,14 +26,21 @@ from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, validate_path
 from agent.vfs.origin import is_user_file
 
-__all__ = ["ARTIFACT_EXTENSIONS", "MAX_DIRECT_STEPS", "direct_steps", "goal_outputs"]
+__all__ = [
+    "ARTIFACT_EXTENSIONS",
+    "MAX_DIRECT_STEPS",
+    "direct_steps",
+    "goal_outputs",
+    "is_artifact_path",
+    "role_for",
+]
 
 MAX_DIRECT_STEPS = 3
 # what a file a goal asks for ends with; a name such as "os.path" or "e.g" is not one
 ARTIFACT_EXTENSIONS = frozenset(
     ".py .sql .json .md .txt .rst .html .csv .yaml .yml .toml .js .ts .sh .ini .cfg .xml".split()
 )
-PROSE_EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html"})
+PROSE_EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ""})  # a writer's; else a coder's
 # the goal wants the human's answer before the work: a step cannot know it
 _ASKS_HUMAN = re.compile(
     r"\b(?:ask|check with|confirm with|consult)\s+(?:the\s+|a\s+)?"
@@ -103,14 +110,22 @@ def _action(path: str, goal: str, registry: Mapping[str, SubAgent]) -> str:
         tools = {str(getattr(t, "name", "")).lower() for t in spec.get("tools") or ()}
         if any(t in words or t.replace("_", " ") in goal.lower() for t in tools if t):
             return name
+    return role_for(path, registry)
+
+
+def role_for(path: str, registry: Mapping[str, SubAgent]) -> str:
+    """The writer for prose, the coder for anything else (else the first registered role)."""
     role = "writer" if posixpath.splitext(path)[1].lower() in PROSE_EXTENSIONS else "coder"
-    return role if role in registry else next(iter(registry))
+    return role if role in registry else next(iter(registry), role)
 
 
 def _is_artifact(path: str) -> bool:
     """A file a step may write whose name says it is an artifact (module constant)."""
-    if posixpath.splitext(path)[1].lower() not in ARTIFACT_EXTENSIONS:
-        return False
+    return posixpath.splitext(path)[1].lower() in ARTIFACT_EXTENSIONS and is_artifact_path(path)
+
+
+def is_artifact_path(path: str) -> bool:
+    """Whether a step may write ``path``: a VFS path as given, not scratch space."""
     try:
         return validate_path(path) == path and not is_scratch(path)
     except PathError:

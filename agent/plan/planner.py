@@ -5,7 +5,6 @@ the plan it replaces. No graph here: the planner node calls this."""
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,14 +14,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
-from agent.plan.direct import direct_steps
+from agent.plan.direct import direct_steps, is_artifact_path, role_for
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.progress import merge_replan
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
 from agent.prompts import render
-from agent.vfs.entries import PathError, is_scratch, summarize_files, validate_path
+from agent.vfs.entries import is_scratch, summarize_files
 from agent.vfs.origin import given, is_user_file, planner_view
 from agent.vfs.quoting import data_block
 from agent.vocabulary import Planning
@@ -169,7 +168,6 @@ def _retry_prompt(
 
 
 DEFAULT_EXAMPLE_OUTPUT = "answer.md"
-_PROSE = (".md", ".txt", ".rst", "")  # outputs a writer writes; any other a coder
 
 
 def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft | None) -> str:
@@ -179,10 +177,8 @@ def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft |
     used = [s.action for s in draft.steps] if draft is not None else []
     named = [s.expected_output for s in draft.steps] if draft is not None else []
     named += named_files(goal)
-    output = next((p for p in named if _artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
-    role = "writer" if posixpath.splitext(output)[1] in _PROSE else "coder"
-    fallback = role if role in registry else next(iter(registry), role)
-    action = next((a for a in used if a in registry), fallback)
+    output = next((p for p in named if is_artifact_path(p)), DEFAULT_EXAMPLE_OUTPUT)
+    action = next((a for a in used if a in registry), role_for(output, registry))
     instructions = " ".join(goal.split())[:MAX_INSTRUCTIONS_CHARS] or "Do what the goal asks."
     return render(
         "planner_example",
@@ -190,14 +186,6 @@ def example_plan(goal: str, registry: Mapping[str, SubAgent], draft: PlanDraft |
         instructions=json.dumps(instructions),
         expected_output=json.dumps(output),
     ).strip()
-
-
-def _artifact_path(path: str) -> bool:
-    """Whether a step may write ``path`` (a VFS path, not scratch space)."""
-    try:
-        return validate_path(path) == path and not is_scratch(path)
-    except PathError:
-        return False
 
 
 def describe_databases(names: Collection[str]) -> str:
