@@ -48,6 +48,8 @@ class StopReason(StrEnum):
     SUBAGENT_FAILED_TWICE = "subagent_failed_twice"
     MODEL_ESCALATED = "model_escalated"
     INVALID_PLAN = "invalid_plan"
+    QUESTION_FIRST = "question_first"
+    """The goal tells the agent to ask the user before the work: paused before any plan."""
     UNKNOWN_ERROR = "unknown_error"
     MODEL_UNAVAILABLE = "model_unavailable"
     """The planner's or reflection's model kept failing with transient errors (a provider

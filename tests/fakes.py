@@ -164,6 +164,36 @@ def both_isolation_levels():
     return mode
 
 
+def step_worker(
+    responses: Any,
+    *,
+    step: Mapping[str, Any],
+    goal: str = "the goal",
+    inputs: Mapping[str, str] | None = None,
+    max_revisions: int = 2,
+    judge: Any = None,
+    **options: Any,
+) -> tuple[Any, ScriptedChatModel]:
+    """A ``StepWorker`` for ``step`` whose coder answers ``responses``, and that model."""
+    from agent.controller.revise import LoopConfig
+    from agent.controller.worker import StepWorker
+    from agent.models.factory import Metered
+
+    model = ScriptedChatModel(responses)
+    worker = StepWorker(
+        step=step,
+        goal=goal,
+        inputs=inputs or {},
+        round_no=1,
+        system_prompt="system",
+        model=Metered(model, "coder", "function_calling"),
+        judge=judge,
+        loop_config=LoopConfig(max_revisions=max_revisions),
+        **options,
+    )
+    return worker, model
+
+
 def call_tool(call: Mapping[str, Any], tools: Mapping[str, Any]) -> tuple[str, bool]:
     """``agent.tools.filesystem.execute_tool_call`` (a coroutine) from a sync test."""
     import asyncio

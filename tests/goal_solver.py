@@ -8,7 +8,8 @@ subagent writes the known-good artifact of tests/goal_solutions.py (the citation
 searches first and cites what the search returned; with ``GOAL_SOLVER_WRONG`` set, they write
 the first known-bad artifact instead, for a false success; the escalation goal's writer uses the
 region from the human's answer, which reaches it through the replanned step), reflection
-finishes when every step is done, and escalates the escalation goal until it has an answer.
+finishes when every step is done (deepreflect itself pauses on the escalation goal's question
+before any plan, and is resumed with the answer).
 """
 
 from __future__ import annotations
@@ -80,11 +81,7 @@ def _subagent(goal: str) -> Any:
 
 def _reflection(goal: str) -> Any:
     def decide(messages: list[BaseMessage]) -> dict[str, Any]:
-        s = prompt_json(messages)
-        if goal == "escalation" and s.get("plan", {}).get("version", 0) < 2:
-            return {"decision": "escalate", "reason": "the region is the user's choice",
-                    "question": "Which region did the operations team choose?"}  # fmt: skip
-        return finish_or_continue(s)
+        return finish_or_continue(prompt_json(messages))
 
     return decide
 

@@ -37,21 +37,26 @@ class StepEvidence:
         self.sources = sources
         self.databases = dict(databases or {})  # declared by the user: what sql checks open
 
-    async def gather(self, revision: int) -> dict[str, Any]:
+    async def gather(self, revision: int, failure: str | None = None) -> dict[str, Any]:
         """The check's report on the artifact, recorded and streamed; run off the event loop
-        (checks run sandboxed processes and may call the judge synchronously)."""
-        report = dict(
-            await asyncio.to_thread(
-                run_check,
-                self.step.get("done_when"),
-                self.workspace.contents(),
-                self.step["expected_output"],
-                judge=self.judge,
-                task=self.goal,
-                tool_outputs=tuple(self.sources.outputs),
-                databases=self.databases,
+        (checks run sandboxed processes and may call the judge synchronously). ``failure``:
+        why this draft produced no artifact (the program printing it failed), which is the
+        draft's evidence instead of a check of the file it did not write."""
+        if failure is not None:
+            report = {"kind": _kind(self.step), "passed": False, "score": 0.0, "evidence": failure}
+        else:
+            report = dict(
+                await asyncio.to_thread(
+                    run_check,
+                    self.step.get("done_when"),
+                    self.workspace.contents(),
+                    self.step["expected_output"],
+                    judge=self.judge,
+                    task=self.goal,
+                    tool_outputs=tuple(self.sources.outputs),
+                    databases=self.databases,
+                )
             )
-        )
         self.records.event(
             "check",
             check={k: report[k] for k in ("kind", "passed", "score")},
@@ -60,3 +65,9 @@ class StepEvidence:
         )
         emit(check_event(self.records.step_id, revision, report))
         return report
+
+
+def _kind(step: Mapping[str, Any]) -> str:
+    """The kind a report on ``step`` is filed under: its check's (a plain string is a rubric)."""
+    spec = step.get("done_when")
+    return str(spec.get("kind", "non_empty")) if isinstance(spec, Mapping) else "rubric"

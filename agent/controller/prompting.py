@@ -90,34 +90,47 @@ def direct_messages(
     files: Mapping[str, str],
     draft: str,
     feedback: Mapping[str, Any] | None,
+    computed: bool = False,
 ) -> list[BaseMessage]:
     """The conversation of a draft asked directly: the task with its input files (and the
     file it edits as it is now: the user's ``stats.py`` to fix, which a model that never saw
     it rewrote without its ``mean``), and for a revision the current draft and the failing
-    evidence, answered with the whole file in one fence (small models patch poorly)."""
+    evidence, answered with the whole file in one fence (small models patch poorly).
+    ``computed``: the reply is a program printing the file (:mod:`agent.controller.computed`),
+    ``draft`` the program that printed the failing draft (the file it edits is in ``files``)."""
     path = str(step["expected_output"])
-    shown = "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items())
-    values = {
-        "goal": goal,
-        "instructions": step["instructions"],
-        "expected_output": path,
-        "done_when": json.dumps(shown_check(step.get("done_when"))),
-        "files": shown,
-    }
-    if feedback is None:
-        if draft.strip():
-            values["files"] = shown + _fenced(path, draft, "subagent_direct_current")
-        human = render("subagent_direct", **values)
+    values = _direct_values(step, goal, files)
+    first, revision = _COMPUTED if computed else _DIRECT
+    if feedback is None or (computed and not draft.strip()):
+        if draft.strip() and not computed:
+            values["files"] += _fenced(path, draft, "subagent_direct_current")
+        human = render(first, **values)
     else:
         issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))
         human = render(
-            "subagent_direct_revision",
+            revision,
             **values,
-            language=fence_language(path),
+            language="python" if computed else fence_language(path),
             draft=_as_lines(draft),
             issues=issues or "(no detail)",
         ) + repeated_note(feedback, path)
     return [SystemMessage(system_prompt), HumanMessage(human)]
+
+
+_DIRECT = ("subagent_direct", "subagent_direct_revision")
+_COMPUTED = ("subagent_computed", "subagent_computed_revision")
+
+
+def _direct_values(step: Mapping[str, Any], goal: str, files: Mapping[str, str]) -> dict[str, str]:
+    """What every prompt of a step asked directly is filled with: the goal, the step, its
+    check and its input files in fences."""
+    return {
+        "goal": goal,
+        "instructions": step["instructions"],
+        "expected_output": str(step["expected_output"]),
+        "done_when": json.dumps(shown_check(step.get("done_when"))),
+        "files": "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items()),
+    }
 
 
 def repeated_note(feedback: Mapping[str, Any], path: str) -> str:

@@ -135,6 +135,13 @@ class ToolLoop:
                 self.records.event("no_tool_call", observation=f"reminded to write {draft.path}")
                 nudged = True
 
+    async def ask(self, messages: list[BaseMessage], metadata: dict[str, Any]) -> AIMessage:
+        """One answer, no tools: for a reply that is read as a whole (a program in a fence,
+        :mod:`agent.controller.computed`); recorded for replay like every answer."""
+        answer = await self._answer(messages, [], metadata)
+        messages.append(answer)
+        return answer
+
     async def _answer(
         self, messages: list[BaseMessage], tools: list[Any], metadata: dict[str, Any]
     ) -> AIMessage:

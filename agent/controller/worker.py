@@ -10,6 +10,7 @@ stop; and the outcome becomes file entries and trajectory events
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
@@ -18,6 +19,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
+from agent.controller.computed import is_computed, program_in, program_path, run_program
 from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
@@ -35,8 +37,10 @@ from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
 from agent.models.factory import Metered, merge_usage
+from agent.sandbox import SandboxUnavailable
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
+from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import Workspace, scratch_prefix
 from agent.vocabulary import ToolCalling
 
@@ -75,9 +79,13 @@ class StepWorker:
             "instructions": step["instructions"],
         }
         self.extra_tools = bool(extra_tools)
+        self.computed = is_computed(str(step["expected_output"]))
+        """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
+        self.failure: str | None = None  # why the current draft printed no artifact
         self.workspace = Workspace(
             inputs, writable=[step["expected_output"]], scratch=scratch_prefix(self.step_id)
         )
+        self.given = self.workspace.contents().get(step["expected_output"], "")
         tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
         caller = ToolCaller(step, tools, self.workspace, scope)
         self.replay = ModelReplay(step, caller.scope.plan_version, replay)
@@ -130,6 +138,14 @@ class StepWorker:
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE
         direct = None if native else self.direct_inputs()
         path = self.step["expected_output"]
+        self.failure = None
+        if direct is not None and self.computed:
+            try:
+                if await self._computed(direct, feedback):
+                    return self.workspace.contents().get(path, ""), self.model.tokens - before
+            except SandboxUnavailable as exc:  # nothing can run the program: ask for the file
+                self.computed, self.failure = False, None
+                self.records.event("compute", observation=f"no sandbox: {exc}"[:200], ok=False)
         if direct is not None:
             draft = Draft(self.workspace, path, self.revision, direct=True)
             messages = direct_messages(
@@ -156,9 +172,50 @@ class StepWorker:
         await self.tool_loop.run(messages, draft, self.call_metadata())
         return draft.artifact(), self.model.tokens - before
 
+    async def _computed(
+        self, inputs: Mapping[str, str], feedback: Mapping[str, Any] | None
+    ) -> bool:
+        """One draft as a program that prints the artifact; it runs in the sandbox, and
+        what it prints is written (its failure is this draft's evidence instead). A reply
+        with the file itself (a fence of its language, a ``write_file`` of it) is taken as
+        it is; False when the reply held neither: the draft is asked for the file."""
+        path = str(self.step["expected_output"])
+        kept = program_path(self.step_id, path)
+        if self.given:  # the file as the step found it (the user's, to edit) is an input
+            inputs = dict(inputs) | {path: self.given}
+        messages = direct_messages(
+            self.step,
+            goal=self.goal,
+            system_prompt=self.system_prompt,
+            files=inputs,
+            draft=self.workspace.contents().get(kept, ""),
+            feedback=feedback,
+            computed=True,
+        )
+        answer = await self.tool_loop.ask(messages, self.call_metadata())
+        program = program_in(answer.text)
+        if program is None:
+            typed = fenced_file(answer.text, path) or _written(answer.tool_calls, path)
+            if typed is None:
+                self.records.event("compute", observation="no program in the reply", ok=False)
+                return False
+            self.workspace.write(path, typed)
+            self.records.event("compute", observation=f"{path} typed, not computed", ok=True)
+            return True
+        self.workspace.write(kept, program)
+        run = await asyncio.to_thread(run_program, program, inputs)
+        if run.ok:
+            self.workspace.write(path, run.output)
+            self.records.event("compute", observation=f"{kept} printed {path}", ok=True)
+        else:
+            self.failure = f"{kept}: {run.error}"
+            self.records.event("compute", observation=self.failure[:200], ok=False)
+        return True
+
     async def gather_evidence(self, draft: str) -> dict[str, Any]:
-        """The step's check on the current draft (what the workspace holds)."""
-        return await self.evidence.gather(self.revision)
+        """The step's check on the current draft (what the workspace holds), or why the
+        draft's program printed nothing."""
+        return await self.evidence.gather(self.revision, self.failure)
 
     async def aexecute(self) -> StepRun:
         """Run the step to a stop reason; a fatal model error is recorded, not raised."""
@@ -188,3 +245,13 @@ class StepWorker:
                 run.replay = {self.step_id: None}
         run.usage = merge_usage(run.usage, self.model.usage)
         return run
+
+
+def _written(calls: list[Any], path: str) -> str | None:
+    """The content a reply's ``write_file`` call gives ``path``, if it makes one."""
+    for call in calls:
+        args = call.get("args") or {}
+        if call.get("name") == "write_file" and args.get("path") == path:
+            content = args.get("content")
+            return content if isinstance(content, str) and content.strip() else None
+    return None

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage
 import agent.reflection.rules as rules
 from agent.graph.inputs import StateView, plan_version, thread_id
 from agent.graph.result import build_result
+from agent.prompts import render
 from agent.reflection.answers import labels_text, review_request
 from agent.reflection.situation import Situation
 from agent.tools.approvals import approval_payload, pending_requests
@@ -26,6 +27,7 @@ __all__ = [
     "invalid_plan",
     "model_unavailable",
     "paused",
+    "question_first",
     "unknown_error",
 ]
 
@@ -56,6 +58,21 @@ def invalid_plan(errors: list[str]) -> rules.Decision:
         + quote_data("errors", shown, 300)
         + "). Can you clarify or narrow the goal?",
         suggested_responses=["narrow the goal to: <goal>", "stop here"],
+    )
+
+
+def question_first(sentence: str) -> rules.Decision:
+    """The goal tells the agent to ask the user before the work (``agent.plan.direct``'s
+    ``goal_question``): pause on it before any plan, so no step guesses the answer."""
+    quoted = quote_data("goal", sentence, 300)
+    return rules.Decision(
+        Decision.ESCALATE,
+        "question_first: " + quoted,
+        forced=True,
+        counts_depth=False,
+        stop_reason=StopReason.QUESTION_FIRST,
+        question=render("escalation_question_first", sentence=quoted).strip(),
+        suggested_responses=["stop here"],
     )
 
 

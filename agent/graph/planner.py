@@ -14,11 +14,12 @@ from agent.context import Context, as_context
 from agent.events import emit, plan_event, progress_message, step_event, told
 from agent.graph.inputs import StateView, declared_databases
 from agent.graph.model_errors import last_attempt, model_failure
-from agent.graph.pauses import invalid_plan
+from agent.graph.pauses import invalid_plan, question_first
 from agent.graph.roles import Roles
 from agent.graph.routes import PlannerRoute, command_for
 from agent.graph.turn import take_in
 from agent.graph.updates import combined, with_update
+from agent.plan.direct import goal_question
 from agent.plan.planner import apply_plan, ask_planner
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
@@ -59,6 +60,9 @@ class Planner:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
+        question = goal_question(str(state.get("goal", "")))
+        if question and not state.get("plan") and not asked["answer"].strip():
+            return command_for(question_first(question), state, ctx, {"plan_request": None})
         try:
             metered = self.roles.metered("planner", ctx, asked)
         except Exception as exc:  # no model to ask: a missing key, an unknown provider

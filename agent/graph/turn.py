@@ -86,7 +86,9 @@ def _taken(state: Mapping[str, Any], ctx: Context, now: float | None) -> Intake:
     human = new_human_message(state)
     if state.get("escalation") and human is None:
         return Intake("escalate")  # resumed without an answer: pause again, no model
-    if not state.get("plan"):  # None, or {} before the first plan (a DeltaChannel)
+    # the answer to the goal's own question comes before any plan, and is not a new goal
+    asked_first = state.get("stop_reason") == StopReason.QUESTION_FIRST and state.get("escalation")
+    if not state.get("plan") and not asked_first:  # None, or {} before the first plan
         return _first_goal(state, ctx, human, now)
     if human is not None:
         return _answer(state, ctx, human, now)

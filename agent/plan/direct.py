@@ -8,8 +8,9 @@ plain model asked once solved those goals. When the goal names the files it want
 plan is already written in the goal: one step per file, each told to do what the goal asks
 and write its file, proven by the evidence floor (:mod:`agent.plan.floor`). The model
 planner is kept for everything else: goals that name no file, or more than a few, name a
-test file (tests and the module need the planner's dependencies), or ask the user first
-(the answer is not in the goal, so a step would guess it).
+test file (tests and the module need the planner's dependencies). A goal that asks the user
+first pauses on that question before any plan (:func:`goal_question`, the planner node), and
+is planned here once answered, each step told the answer.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, Step
 from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, validate_path
 from agent.vfs.origin import is_user_file
+from agent.vfs.quoting import quote_data
 
 __all__ = [
     "ARTIFACT_EXTENSIONS",
     "MAX_DIRECT_STEPS",
     "direct_steps",
     "goal_outputs",
+    "goal_question",
     "is_artifact_path",
     "role_for",
 ]
@@ -54,6 +57,20 @@ def asks_human(goal: str) -> bool:
     return _ASKS_HUMAN.search(goal) is not None
 
 
+def goal_question(goal: str) -> str | None:
+    """The sentence of the goal that tells the agent to ask the user (what the first pause
+    quotes), or None when it asks nothing. On the 1.5B the model planner, given such a goal,
+    planned a step writing a made-up ``user_answer.txt`` and the run ended ``success`` on a
+    guessed region: the question goes to the human before any step runs."""
+    found = _ASKS_HUMAN.search(goal)
+    if found is None:
+        return None
+    start = max(goal.rfind(mark, 0, found.start()) for mark in (". ", "! ", "? ", "\n"))
+    ends = [i for mark in (". ", "! ", "? ", "\n") if (i := goal.find(mark, found.end())) >= 0]
+    end = min(ends) + 1 if ends else len(goal)
+    return goal[start + 1 if start >= 0 else 0 : end].strip()
+
+
 def goal_outputs(goal: str, files: Mapping[str, Any]) -> list[str]:
     """The files the goal asks for: the artifact files it names that are not in the thread,
     or, when every file it names is the user's, the user's files it names (to edit)."""
@@ -69,12 +86,14 @@ def direct_steps(
     files: Mapping[str, Any],
     registry: Mapping[str, SubAgent],
     max_steps: int,
+    answer: str = "",
 ) -> list[Step] | None:
     """One step per file the goal asks for, each depending on the steps before it (a module
     may import its sibling), or None when the goal needs the planner model (module
     docstring). The checks are ``non_empty``: the floor raises them to what the artifact's
-    kind and the goal allow."""
-    if not goal.strip() or not registry or asks_human(goal):
+    kind and the goal allow. A goal that asks the user is planned once the human answered
+    (``answer``), which every step is told."""
+    if not goal.strip() or not registry or (asks_human(goal) and not answer.strip()):
         return None
     outputs = goal_outputs(goal, files)
     limit = min(MAX_DIRECT_STEPS, max_steps)
@@ -90,6 +109,9 @@ def direct_steps(
             if others
             else "",
         ).strip()
+        if answer.strip():
+            told = render("planner_direct_answer", answer=quote_data("answer", answer, 600))
+            instructions = f"{instructions} {told.strip()}"
         steps.append(
             Step(
                 step_id=f"S{n + 1}",

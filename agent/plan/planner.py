@@ -67,7 +67,8 @@ async def ask_planner(
         )
         return PlanOutcome(steps, errors)
 
-    direct = None if state.get("plan") else direct_steps(goal, files, registry, max_plan_steps)
+    first = not state.get("plan")
+    direct = direct_steps(goal, files, registry, max_plan_steps, answer) if first else None
     if direct is not None:  # the goal names its files: no model call (agent.plan.direct)
         outcome = parsed(PlanDraft(steps=direct))
         if outcome.steps is not None:

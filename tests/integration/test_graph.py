@@ -95,6 +95,27 @@ def test_escalation_pauses_and_a_new_message_on_the_thread_resumes_it(tmp_path):
     assert "2024" in str(roles["planner"].calls[-1][-1].content)  # the answer reached the planner
 
 
+def test_a_goal_asking_the_user_first_pauses_before_any_plan_then_plans_with_the_answer(
+    tmp_path,
+):
+    roles = models([{"steps": [step("S1", "notes.md")]}], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    goal = "Write notes.md for the launch. Ask the user which date the launch is on first."
+    paused = run(graph, goal, context=ctx(), thread_id="t")
+    assert paused["status"] == "awaiting_input" and paused["stop_reason"] == "question_first"
+    assert "Ask the user which date the launch is on first." in paused["escalation"]["question"]
+    assert {role: len(m.calls) for role, m in roles.items()} == dict.fromkeys(roles, 0)
+    assert not graph.get_state(thread_config("t")).values.get("plan")  # no step guessed
+
+    done = resume(graph, "t", "the 9th of March", context=ctx())
+    assert done["status"] == "success"
+    plan = graph.get_state(thread_config("t")).values["plan"]
+    # the goal names its file: planned by code, and the step is told the answer
+    assert roles["planner"].calls == []
+    assert [s["expected_output"] for s in plan["steps"]] == ["notes.md"]
+    assert "the 9th of March" in plan["steps"][0]["instructions"]
+
+
 def _paused_on_depth_cap(tmp_path):
     replan = {"decision": "replan", "reason": "could be better"}
     roles = models([{"steps": [step("S1", "a.md")]}] * 8, [replan] * 8)

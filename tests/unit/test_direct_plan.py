@@ -8,7 +8,7 @@ from langchain_core.tools import tool
 from agent.controller.subagents import build_registry
 from agent.models.factory import Metered
 from agent.models.scripted import ScriptedChatModel
-from agent.plan.direct import asks_human, direct_steps, goal_outputs
+from agent.plan.direct import asks_human, direct_steps, goal_outputs, goal_question
 from agent.plan.planner import ask_planner
 from agent.vfs.entries import file_entry
 from agent.vfs.origin import USER
@@ -20,7 +20,7 @@ def user(text):
     return file_entry(text, step=0, origin=USER)
 
 
-def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None):
+def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None, answer=""):
     model = ScriptedChatModel(list(plan_answers))
     state = {"goal": goal, "files": files or {}, "step": 0, "plan": state_plan}
     outcome = asyncio.run(
@@ -29,7 +29,7 @@ def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None):
             state,
             registry,
             reason="",
-            answer="",
+            answer=answer,
             max_plan_steps=8,
         )
     )
@@ -125,3 +125,34 @@ def test_asks_human(goal, asks):
 def test_goal_outputs_skip_named_test_files_of_the_user():
     files = {"stats.py": user("x = 1\n"), "test_stats.py": user("def test(): ...\n")}
     assert goal_outputs("Make test_stats.py pass by fixing stats.py.", files) == ["stats.py"]
+
+
+ASKS = (
+    "Write deploy.json with the region. The region is not written anywhere, and guessing "
+    "would deploy to the wrong place: ask the user which region before writing the file. "
+    "Use 3 replicas."
+)
+
+
+def test_the_question_is_the_goal_s_sentence_that_asks_the_user():
+    assert goal_question(ASKS) == (
+        "The region is not written anywhere, and guessing would deploy to the wrong place: "
+        "ask the user which region before writing the file."
+    )
+    assert goal_question("Confirm with the team which port\nthen write a.py") == (
+        "Confirm with the team which port"
+    )
+    assert goal_question("Write roman.py; the user asked for it.") is None
+
+
+def test_a_goal_asking_the_user_is_planned_by_code_only_once_answered():
+    assert direct_steps(ASKS, {}, REGISTRY, 8) is None
+    assert direct_steps(ASKS, {}, REGISTRY, 8, answer="  ") is None
+    steps = direct_steps(ASKS, {}, REGISTRY, 8, answer="eu-north-1, said ops")
+    assert [s.expected_output for s in steps] == ["deploy.json"]
+    assert "eu-north-1, said ops" in steps[0].instructions
+
+
+def test_the_answer_reaches_the_plan_without_a_planner_call():
+    outcome, model = plan(ASKS, answer="The operations team chose eu-north-1.")
+    assert model.calls == [] and "eu-north-1" in outcome.steps[0].instructions

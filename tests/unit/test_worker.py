@@ -10,7 +10,6 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent.controller.prompting import DIRECT_INPUT_CHARS
 from agent.controller.records import StepRun, defect_signature
-from agent.controller.revise import LoopConfig
 from agent.controller.sources import CitationSources
 from agent.controller.text_recovery import recover_text_calls
 from agent.controller.worker import StepWorker
@@ -19,7 +18,7 @@ from agent.models.factory import Metered
 from agent.models.scripted import ScriptedChatModel, tool_call
 from agent.tools.filesystem import vfs_tools
 from agent.vfs.entries import Workspace
-from tests.fakes import call_tool, prompt_values
+from tests.fakes import call_tool, prompt_values, step_worker
 
 STEP = {
     "step_id": "S1",
@@ -40,19 +39,8 @@ FAIL_THEN_PATCH = [
 ]
 
 
-def worker(responses, *, step=STEP, inputs=None, max_revisions=2, judge=None, **options):
-    model = ScriptedChatModel(responses)
-    return StepWorker(
-        step=step,
-        goal="the goal",
-        inputs=inputs or {},
-        round_no=1,
-        system_prompt="system",
-        model=Metered(model, "coder", "function_calling"),
-        judge=judge,
-        loop_config=LoopConfig(max_revisions=max_revisions),
-        **options,
-    ), model
+def worker(responses, *, step=STEP, **options):
+    return step_worker(responses, step=step, **options)
 
 
 def execute(w: StepWorker) -> StepRun:

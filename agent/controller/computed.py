@@ -1,0 +1,107 @@
+"""Data artifacts computed by a program the model writes, not typed out by the model.
+
+Asked for ``inventory.json`` with its items sorted by sku and a ``total_value`` summed from
+the goal's stock list, the 1.5B typed the JSON itself: the keys were right, the items stayed
+in the goal's order and the total was wrong; the file parsed, so no floor check could tell
+(issue 22's false success). Asked instead for a program printing the file, it wrote
+``items.sort(key=...)`` and ``sum(q * p ...)``: code gets orderings and arithmetic right
+where a small model's own arithmetic does not. So a step writing a ``.json`` or ``.csv``
+file when asked directly (:mod:`agent.controller.prompting`) is asked for that program; the
+program runs in the sandbox (:mod:`agent.sandbox`) with the step's input files in its
+folder; what it prints is the artifact, and the program is kept as the step's scratch file
+(``work/<step>/<name>_<ext>.py``) so reflection, a human and export see how the values were
+made. A program that fails is the draft's evidence: its error goes back as a blocking issue.
+Where no sandbox can run code, the step is asked for the file itself, as before.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agent.sandbox import run_python
+from agent.tools.text_calls import fenced_file
+from agent.vfs.entries import scratch_prefix
+
+__all__ = [
+    "COMPUTED_SUFFIXES",
+    "MAX_OUTPUT_CHARS",
+    "PRELUDE",
+    "ProgramRun",
+    "is_computed",
+    "program_in",
+    "program_path",
+    "run_program",
+]
+
+COMPUTED_SUFFIXES = frozenset({".json", ".csv"})
+MAX_OUTPUT_CHARS = 200_000
+"""What a program may print: more is refused (kept whole, not truncated into a broken file)."""
+PRELUDE = "import csv, json, math, statistics"
+"""Imported before the program: both programs the 1.5B wrote for inventory.json called
+``json.dumps`` without importing ``json`` (the prompt tells the model they are imported)."""
+PROGRAM_NAME = "deepreflect_compute.py"
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """What a program did: the file it printed, or why there is none."""
+
+    ok: bool
+    output: str = ""
+    error: str = ""
+
+
+def is_computed(path: str) -> bool:
+    """Whether the artifact at ``path`` is data a program should print (module docstring)."""
+    return posixpath.splitext(path)[1].lower() in COMPUTED_SUFFIXES
+
+
+def program_path(step_id: str, path: str) -> str:
+    """Where the program printing ``path`` is kept: the step's scratch space."""
+    return scratch_prefix(step_id) + posixpath.basename(path).replace(".", "_") + ".py"
+
+
+def program_in(reply: str) -> str | None:
+    """The program in a reply: its one ``python`` (or untagged) fence, else None."""
+    return fenced_file(reply, PROGRAM_NAME)
+
+
+def run_program(program: str, inputs: Mapping[str, str]) -> ProgramRun:
+    """Run ``program`` in the sandbox with ``inputs`` in its folder; its output is the file.
+
+    Raises:
+        SandboxUnavailable: no isolation level can run code here (the caller falls back).
+    """
+    files = {p: text for p, text in inputs.items() if p != PROGRAM_NAME}
+    files[PROGRAM_NAME] = program
+    # the prelude runs first, in the program's namespace; its line numbers stay its own
+    launcher = f"{PRELUDE}\nexec(compile(open({PROGRAM_NAME!r}).read(), {PROGRAM_NAME!r}, 'exec'))"
+    try:
+        result = run_python(
+            files, ["-c", launcher], timeout_s=TIMEOUT_S, max_output=MAX_OUTPUT_CHARS + 1
+        )
+    except (OSError, ValueError) as exc:
+        return ProgramRun(False, error=f"the program could not start: {exc}")
+    if result.killed_reason or result.timed_out:
+        reason = result.killed_reason or "timeout"
+        return ProgramRun(False, error=f"the program was killed ({reason}){_tail(result.stderr)}")
+    if result.returncode != 0:
+        return ProgramRun(
+            False, error=f"the program exited with {result.returncode}{_tail(result.stderr)}"
+        )
+    if len(result.stdout) > MAX_OUTPUT_CHARS:
+        return ProgramRun(False, error=f"the program printed over {MAX_OUTPUT_CHARS} characters")
+    if not result.stdout.strip():
+        return ProgramRun(False, error="the program printed nothing")
+    return ProgramRun(True, output=result.stdout)
+
+
+def _tail(stderr: str, keep: int = 600) -> str:
+    """The end of the error output, where a traceback names what failed."""
+    text = stderr.strip().replace(PROGRAM_NAME, "the program")
+    own = text.find('File "the program"')  # the sandbox's own frames come first: drop them
+    text = text[own:] if own >= 0 else text
+    return f": {text[-keep:]}" if text else ""

@@ -1,0 +1,26 @@
+"""Which artifacts a program prints, where the program is kept, and how it is read from a
+reply (``agent.controller.computed``); running it is in tests/integration/test_computed.py."""
+
+from __future__ import annotations
+
+from agent.controller.computed import is_computed, program_in, program_path
+from agent.vfs.entries import is_scratch, validate_path
+
+
+def test_data_files_are_computed_and_code_and_prose_are_not():
+    assert is_computed("inventory.json") and is_computed("out/Report.CSV")
+    assert not any(is_computed(p) for p in ("stats.py", "report.md", "q.sql", "json", "a.jsonl"))
+
+
+def test_the_program_is_kept_in_the_step_s_scratch_space_under_a_valid_path():
+    kept = program_path("S2", "data/inventory.json")
+    assert kept == "work/S2/inventory_json.py"
+    assert validate_path(kept) == kept and is_scratch(kept)
+
+
+def test_the_program_is_the_reply_s_one_python_or_untagged_fence():
+    assert program_in("here:\n```python\nprint(1)\n```\ndone") == "print(1)\n"
+    assert program_in("```\nprint(2)\n```") == "print(2)\n"
+    assert program_in('```json\n{"a": 1}\n```') is None  # the file itself, not a program
+    assert program_in("```python\na\n```\n```python\nb\n```") is None  # which one: a guess
+    assert program_in("print(3)") is None
