@@ -16,6 +16,8 @@ Where no sandbox can run code, the step is asked for the file itself, as before.
 
 from __future__ import annotations
 
+import ast
+import json
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ __all__ = [
     "MAX_OUTPUT_CHARS",
     "PRELUDE",
     "ProgramRun",
+    "as_file",
     "is_computed",
     "program_in",
     "program_path",
@@ -62,6 +65,30 @@ def is_computed(path: str) -> bool:
 def program_path(step_id: str, path: str) -> str:
     """Where the program printing ``path`` is kept: the step's scratch space."""
     return scratch_prefix(step_id) + posixpath.basename(path).replace(".", "_") + ".py"
+
+
+def as_file(output: str, path: str) -> str:
+    """What a program printed, as the file at ``path``: a ``.json`` file printed as a Python
+    value (``print(settings)`` gives ``{'region': 'eu-north-1'}``, which the 1.5B did three
+    times, told each time it was not JSON) becomes that value as JSON; anything else is kept
+    as printed, for the check to judge."""
+    if posixpath.splitext(path)[1].lower() != ".json":
+        return output
+    try:
+        json.loads(output)
+        return output
+    except ValueError:
+        pass
+    try:
+        value = ast.literal_eval(output.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return output
+    if not isinstance(value, (dict, list)):
+        return output
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError):  # a set, bytes, a non-string key: not JSON, kept as printed
+        return output
 
 
 def program_in(reply: str) -> str | None:

@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent.checks import check_kinds
 from agent.vfs.entries import scratch_prefix
+
+QUERY_CHARS = 300
+"""The longest first query: the goal's opening, where it says what the report is about."""
+_QUERY_NAMES = ("query", "q", "search_query", "question", "text")
 
 _NEVER_SOURCES = frozenset({"ls", "write_file", "edit_file"})
 
@@ -39,3 +44,37 @@ class CitationSources:
         """Keep a call's result if it succeeded and is a source."""
         if ok and self.is_source(call):
             self.outputs.append(observation)
+
+
+def search_first(
+    step: Mapping[str, Any], tools: Mapping[str, Any], goal: str
+) -> dict[str, Any] | None:
+    """The search to run before a step's first draft, when its check traces citations and
+    one of its tools searches: on the 1.5B the researcher never called ``search`` (four
+    drafts citing arXiv URLs from memory, each refused by the check); called by code with the
+    goal as the query, its results are in the conversation before the model's first turn,
+    as if the model had asked. None when the check needs no sources or no tool searches."""
+    if "citations" not in check_kinds(step.get("done_when")):
+        return None
+    for name, tool in tools.items():
+        param = _query_param(tool) if "search" in str(name).lower() else None
+        if param is not None:
+            query = " ".join(goal.split())[:QUERY_CHARS]
+            return {"name": name, "args": {param: query}, "id": f"first-{step['step_id']}"}
+    return None
+
+
+def _query_param(tool: Any) -> str | None:
+    """The string parameter a search tool takes its query in: a usual name, or its only
+    required string parameter."""
+    try:
+        props = dict(getattr(tool, "args", {}) or {})
+    except Exception:  # a tool whose schema cannot be read is not searched by code
+        return None
+    strings = [
+        n for n, spec in props.items() if isinstance(spec, Mapping) and spec.get("type") == "string"
+    ]
+    named = [n for n in _QUERY_NAMES if n in strings]
+    if named:
+        return named[0]
+    return strings[0] if len(strings) == 1 and len(props) == 1 else None

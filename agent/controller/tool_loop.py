@@ -135,6 +135,12 @@ class ToolLoop:
                 self.records.event("no_tool_call", observation=f"reminded to write {draft.path}")
                 nudged = True
 
+    async def call_first(self, call: dict[str, Any]) -> list[BaseMessage]:
+        """Make ``call`` for the model before its first turn (``sources.search_first``): the
+        call and its result, recorded like the model's own calls, for the conversation."""
+        asked = AIMessage("", tool_calls=[{**call, "type": "tool_call"}])
+        return [asked, *await self._results(asked, from_text=False)]
+
     async def ask(self, messages: list[BaseMessage], metadata: dict[str, Any]) -> AIMessage:
         """One answer, no tools: for a reply that is read as a whole (a program in a fence,
         :mod:`agent.controller.computed`); recorded for replay like every answer."""

@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
-from agent.controller.computed import is_computed, program_in, program_path, run_program
+from agent.controller.computed import as_file, is_computed, program_in, program_path, run_program
 from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
@@ -32,7 +33,7 @@ from agent.controller.prompting import (
 from agent.controller.records import StepRecords, StepRun
 from agent.controller.replay import ModelReplay
 from agent.controller.revise import LoopConfig, arevise_loop
-from agent.controller.sources import CitationSources
+from agent.controller.sources import CitationSources, search_first
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
@@ -86,6 +87,7 @@ class StepWorker:
             inputs, writable=[step["expected_output"]], scratch=scratch_prefix(self.step_id)
         )
         self.given = self.workspace.contents().get(step["expected_output"], "")
+        self.searched: list[BaseMessage] | None = None  # the search made before any draft
         tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
         caller = ToolCaller(step, tools, self.workspace, scope)
         self.replay = ModelReplay(step, caller.scope.plan_version, replay)
@@ -162,15 +164,26 @@ class StepWorker:
             except ContextWindowExceeded:
                 pass  # recorded; the files are read through the tools, whose results trim
         draft = Draft(self.workspace, path, self.revision)
-        messages = task_messages(
-            self.step,
-            goal=self.goal,
-            system_prompt=self.system_prompt,
-            inputs=readable_inputs(self.workspace),
-            feedback=feedback,
+        messages = (
+            task_messages(
+                self.step,
+                goal=self.goal,
+                system_prompt=self.system_prompt,
+                inputs=readable_inputs(self.workspace),
+                feedback=feedback,
+            )
+            + await self._sources_first()
         )
         await self.tool_loop.run(messages, draft, self.call_metadata())
         return draft.artifact(), self.model.tokens - before
+
+    async def _sources_first(self) -> list[BaseMessage]:
+        """The search made by code before the first draft, in every draft's conversation
+        (``sources.search_first``), or nothing when the step needs none."""
+        if self.searched is None:
+            call = search_first(self.step, self.tool_loop.tools, self.goal)
+            self.searched = [] if call is None else await self.tool_loop.call_first(call)
+        return list(self.searched)
 
     async def _computed(
         self, inputs: Mapping[str, str], feedback: Mapping[str, Any] | None
@@ -205,7 +218,7 @@ class StepWorker:
         self.workspace.write(kept, program)
         run = await asyncio.to_thread(run_program, program, inputs)
         if run.ok:
-            self.workspace.write(path, run.output)
+            self.workspace.write(path, as_file(run.output, path))
             self.records.event("compute", observation=f"{kept} printed {path}", ok=True)
         else:
             self.failure = f"{kept}: {run.error}"

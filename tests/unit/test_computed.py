@@ -3,7 +3,9 @@ reply (``agent.controller.computed``); running it is in tests/integration/test_c
 
 from __future__ import annotations
 
-from agent.controller.computed import is_computed, program_in, program_path
+import json
+
+from agent.controller.computed import as_file, is_computed, program_in, program_path
 from agent.vfs.entries import is_scratch, validate_path
 
 
@@ -24,3 +26,17 @@ def test_the_program_is_the_reply_s_one_python_or_untagged_fence():
     assert program_in('```json\n{"a": 1}\n```') is None  # the file itself, not a program
     assert program_in("```python\na\n```\n```python\nb\n```") is None  # which one: a guess
     assert program_in("print(3)") is None
+
+
+def test_a_json_file_printed_as_a_python_value_becomes_that_value_as_json():
+    printed = "{'service': 'ledger', 'ok': True, 'none': None, 'n': [1, 2.5]}\n"
+    assert json.loads(as_file(printed, "deploy.json")) == {
+        "service": "ledger", "ok": True, "none": None, "n": [1, 2.5]
+    }  # fmt: skip
+
+
+def test_valid_json_other_files_and_what_is_not_a_literal_stay_as_printed():
+    assert as_file('{"a": 1}\n', "a.json") == '{"a": 1}\n'  # already JSON: untouched
+    assert as_file("{'a': 1}\n", "a.csv") == "{'a': 1}\n"  # only .json files are converted
+    for printed in ("{'a': {1, 2}}", "{1: 2}x", "hello", "__import__('os')", "3"):
+        assert as_file(printed, "a.json") == printed  # the check judges it as printed

@@ -7,16 +7,18 @@ import json
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 
 from agent.controller.prompting import DIRECT_INPUT_CHARS
 from agent.controller.records import StepRun, defect_signature
-from agent.controller.sources import CitationSources
+from agent.controller.sources import CitationSources, search_first
 from agent.controller.text_recovery import recover_text_calls
 from agent.controller.worker import StepWorker
 from agent.errors import AgentError
 from agent.models.factory import Metered
 from agent.models.scripted import ScriptedChatModel, tool_call
 from agent.tools.filesystem import vfs_tools
+from agent.tools.search import local_search_tool
 from agent.vfs.entries import Workspace
 from tests.fakes import call_tool, prompt_values, step_worker
 
@@ -275,6 +277,50 @@ def test_only_successful_results_from_outside_the_step_are_citation_sources():
     sources.offer({"name": "search"}, "error: https://made.up/x", ok=False)
     sources.offer(read("dep.md"), "https://example.org/a", ok=True)
     assert sources.outputs == ["https://example.org/a"]
+
+
+CORPUS = {"https://example.org/hnsw": "HNSW graphs answer vector queries fast."}
+
+
+def test_a_step_citing_sources_gets_the_search_made_by_code_before_its_first_draft():
+    search = local_search_tool(CORPUS)
+    body = "HNSW is fast [1](https://example.org/hnsw)."
+    w, model = worker(
+        [tool_call("write_file", path="notes.md", content=body), "done"],
+        step=CITED,
+        goal="Write notes on HNSW vector queries.",
+        extra_tools=[search],
+        max_revisions=0,
+    )
+    run = execute(w)
+    first = model.calls[0]  # the model's first turn already holds the search and its result
+    assert isinstance(first[-1], ToolMessage) and "https://example.org/hnsw" in first[-1].content
+    assert first[-2].tool_calls[0]["name"] == search.name
+    assert first[-2].tool_calls[0]["args"] == {"query": "Write notes on HNSW vector queries."}
+    assert run.files["notes.md"]["status"] == "done"  # the URL came from a real result
+    assert [e["action"] for e in run.trajectory][:2] == [search.name, "write_file"]
+
+
+def test_search_first_needs_a_citations_check_and_a_tool_that_searches():
+    search = local_search_tool(CORPUS)
+    assert search_first(CITED, {search.name: search}, "g")["args"] == {"query": "g"}
+    assert search_first(STEP, {search.name: search}, "g") is None  # nothing to cite
+
+    @tool
+    def search_two(query: str, limit: int) -> str:
+        """Search with a limit."""
+        return ""
+
+    @tool
+    def lookup(term: str) -> str:
+        """Not named as a search."""
+        return ""
+
+    assert search_first(CITED, {"search_two": search_two}, "g")["args"] == {"query": "g"}
+    assert search_first(CITED, {"lookup": lookup}, "g") is None
+    long_goal = "word " * 200
+    query = search_first(CITED, {search.name: search}, long_goal)["args"]["query"]
+    assert len(query) <= 300 and query.startswith("word word")
 
 
 def test_a_fenced_file_is_the_artifact_only_while_the_draft_may_write_it_that_way():
