@@ -21,6 +21,7 @@ framework, the standard library or Python's start-up (``conftest.py``, ``sitecus
 
 from __future__ import annotations
 
+import ast
 import json
 import posixpath
 import re
@@ -381,8 +382,38 @@ _NOT_PASSED = (
 )
 
 
+def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
+    """The artifact parses as its language (Python, JSON), nothing run: the check of a module
+    that imports a sibling not written yet, which cannot run alone (``agent.plan.floor``). On
+    the 1.5B such a module was proven by ``non_empty`` with a ``SyntaxError`` in it, and the
+    package's own check, which imports it, blamed another step."""
+    suffix = posixpath.splitext(path)[1].lower()
+    text = files[path]
+    try:
+        if suffix == ".py":
+            ast.parse(text, filename=path)
+        elif suffix == ".json":
+            json.loads(text)
+        else:
+            return make_report("syntax", False, 0.0, f"no syntax check for {suffix or path}")
+    except SyntaxError as exc:
+        where = f" at line {exc.lineno}: {(exc.text or '').strip()}" if exc.lineno else ""
+        return make_report("syntax", False, 0.0, f"{path}: SyntaxError: {exc.msg}{where}"[:400])
+    except ValueError as exc:  # JSON errors, a null byte in Python source
+        return make_report("syntax", False, 0.0, f"{path} does not parse: {exc}"[:400])
+    except (MemoryError, RecursionError):
+        return make_report("syntax", False, 0.0, f"{path} is nested too deeply to parse")
+    return make_report("syntax", True, 1.0, f"{path} parses")
+
+
 def register() -> None:
-    """Register the sandboxed code kinds; ``agent.checks`` calls this once."""
+    """Register the code kinds (sandboxed ``python`` and ``pytest``, and ``syntax``, which
+    runs nothing); ``agent.checks`` calls this once."""
+    register_check(
+        "syntax",
+        _check_syntax,
+        describe='{"kind": "syntax"} (a .py or .json artifact parses; nothing runs)',
+    )
     register_check(
         "python",
         _check_python,

@@ -15,7 +15,9 @@ alone: :func:`without_floor`):
   code (``TypeError``, ``NameError`` …) and returns the stated type; names, examples and
   calls only when the goal names this file as its one module, and the floor at all only
   when every other module the plan writes is one the step depends on (a module imports its
-  siblings when it runs). Test files are left to the check that runs them;
+  siblings when it runs); else the module must parse (``syntax``: on the 1.5B a
+  ``textkit/words.py`` with a ``SyntaxError`` passed ``non_empty``). Test files are left to
+  the check that runs them;
 - a ``.py`` of the user's that a step rewrites keeps defining its public functions and
   classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
   and the functions the goal says to keep as they are end as they did in the given file
@@ -63,8 +65,9 @@ __all__ = [
     "without_floor",
 ]
 
-WEAK_KINDS = frozenset({"exists", "non_empty", "contains", "regex", "rubric"})
-"""Kinds that neither run nor parse the artifact: alone, they cannot prove it works."""
+WEAK_KINDS = frozenset({"exists", "non_empty", "contains", "regex", "rubric", "syntax"})
+"""Kinds that do not run the artifact or judge its content: alone, they cannot prove it
+works (``syntax`` parses it, which proves no behaviour)."""
 
 # a call written in the goal: a name (not an attribute) right before "("
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
@@ -209,7 +212,7 @@ def _module_floor(
         and not is_test_file(s.expected_output)
     }
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
-        return None  # a sibling it may import is not written yet when its check runs
+        return {"kind": "syntax"}  # a sibling it may import is not written yet: parse only
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]

@@ -196,7 +196,8 @@ def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
         step("S2", "b.py", action="coder", deps=("S1",)),
         goal=goal,
     )
-    assert a.done_when["kind"] == "non_empty"  # b.py, which it may import, is not written yet
+    # b.py, which it may import, is not written yet: a.py must parse, nothing runs
+    assert [c["kind"] for c in a.done_when["checks"]] == ["non_empty", "syntax"]
     assert stated(b.done_when) == {"defines": [], "examples": []}
 
 
