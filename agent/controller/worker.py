@@ -5,7 +5,9 @@ Each draft is a bounded tool-calling conversation over the VFS tools
 its check (:mod:`agent.controller.evidence`) becomes a grounded critique
 (:mod:`agent.controller.critique`); ``revise_loop`` decides whether to patch, rewrite or
 stop; and the outcome becomes file entries and trajectory events
-(:mod:`agent.controller.records`).
+(:mod:`agent.controller.records`). A data file is printed by a program the model writes
+(:mod:`agent.controller.computed`), and a step citing sources gets its search made by code
+before its first draft (:func:`agent.controller.sources.search_first`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from agent.sandbox import SandboxUnavailable
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
 from agent.tools.text_calls import fenced_file
-from agent.vfs.entries import Workspace, scratch_prefix
+from agent.vfs.entries import PathError, Workspace, scratch_prefix
 from agent.vocabulary import ToolCalling
 
 
@@ -212,17 +214,29 @@ class StepWorker:
             if typed is None:
                 self.records.event("compute", observation="no program in the reply", ok=False)
                 return False
-            self.workspace.write(path, typed)
-            self.records.event("compute", observation=f"{path} typed, not computed", ok=True)
-            return True
-        self.workspace.write(kept, program)
+            return self._keep(path, typed, f"{path} typed, not computed")
+        try:
+            self.workspace.write(kept, program)
+        except PathError as exc:
+            return self._failed(f"{kept} was refused: {exc}")
         run = await asyncio.to_thread(run_program, program, inputs)
-        if run.ok:
-            self.workspace.write(path, as_file(run.output, path))
-            self.records.event("compute", observation=f"{kept} printed {path}", ok=True)
-        else:
-            self.failure = f"{kept}: {run.error}"
-            self.records.event("compute", observation=self.failure[:200], ok=False)
+        if not run.ok:
+            return self._failed(f"{kept}: {run.error}")
+        return self._keep(path, as_file(run.output, path), f"{kept} printed {path}")
+
+    def _keep(self, path: str, content: str, note: str) -> bool:
+        """Write the draft's artifact (a refused write is the draft's failure)."""
+        try:
+            self.workspace.write(path, content)
+        except PathError as exc:
+            return self._failed(f"{path} was refused: {exc}")
+        self.records.event("compute", observation=note[:200], ok=True)
+        return True
+
+    def _failed(self, why: str) -> bool:
+        """This draft printed no artifact: ``why`` is its evidence."""
+        self.failure = why
+        self.records.event("compute", observation=why[:200], ok=False)
         return True
 
     async def gather_evidence(self, draft: str) -> dict[str, Any]:

@@ -54,6 +54,13 @@ def test_a_program_printing_nothing_or_running_forever_is_no_file():
     assert not looping.ok and "killed" in looping.error
 
 
+def test_a_flood_is_refused_whole_and_the_host_is_out_of_reach():
+    flood = run_program("print('x' * 300_000)", {})
+    assert not flood.ok and "over" in flood.error  # never truncated into a broken file
+    escape = run_program("print(open('/root/.bashrc').read())", {})
+    assert not escape.ok  # the program runs in the sandbox, not on the host
+
+
 def test_a_step_writing_json_is_asked_for_a_program_whose_output_is_the_artifact():
     run, model = run_step([GOOD])
     assert len(model.calls) == 1
