@@ -93,7 +93,9 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     except json.JSONDecodeError as exc:
         return make_report("json_schema", False, 0.0, f"{path} is not valid JSON: {exc}")
     schema = spec["schema"]
-    cls = jsonschema.validators.validator_for(schema)
+    cls = jsonschema.validators.extend(
+        jsonschema.validators.validator_for(schema), {SORTED_BY: _sorted_by}
+    )
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     errors = list(validator.iter_errors(instance))
     if not errors:
@@ -101,6 +103,47 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     best = jsonschema.exceptions.best_match(errors)
     more = f" ({len(errors)} errors; most relevant shown)" if len(errors) > 1 else ""
     return make_report("json_schema", False, 0.0, f"{best.json_path}: {best.message}{more}")
+
+
+SORTED_BY = "x-sortedBy"
+"""A keyword of our own in a ``json_schema`` check's schema (standard validators ignore
+``x-`` keywords): ``[{"key": "sku", "descending": false}, ...]``, every list in the document
+whose items are all objects with ``key`` must be in that order. The evidence floor adds it
+when the goal says "sorted by sku" (``agent.plan.floor``): on the 1.5B an ``inventory.json``
+in the goal's order passed a schema of its keys."""
+
+
+def _sorted_by(validator: Any, orders: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+    for order in orders if isinstance(orders, list) else []:
+        key = order.get("key") if isinstance(order, Mapping) else None
+        if not isinstance(key, str):
+            continue
+        descending = bool(order.get("descending"))
+        for where, values in _keyed_lists(instance, key, "$"):
+            if values != sorted(values, reverse=descending):
+                way = "descending" if descending else "ascending"
+                shown = ", ".join(json.dumps(v) for v in values[:8])
+                yield jsonschema.exceptions.ValidationError(
+                    f"{where} is not sorted by {key!r} ({way}): {shown}"
+                )
+
+
+def _keyed_lists(value: Any, key: str, where: str) -> Any:
+    """``(path, values of key)`` of every list of 2+ objects that all hold ``key`` with
+    values of one comparable type (strings, or numbers), anywhere in ``value``."""
+    if isinstance(value, list):
+        items = [v for v in value if isinstance(v, dict) and key in v]
+        if len(value) >= 2 and len(items) == len(value):
+            values = [v[key] for v in items]
+            if all(isinstance(v, str) for v in values) or all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in values
+            ):
+                yield where, values
+        for n, item in enumerate(value):
+            yield from _keyed_lists(item, key, f"{where}[{n}]")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _keyed_lists(item, key, f"{where}.{name}")
 
 
 def register() -> None:

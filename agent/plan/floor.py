@@ -22,8 +22,9 @@ alone: :func:`without_floor`):
   classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
   and the functions the goal says to keep as they are end as they did in the given file
   (:mod:`agent.plan.kept`);
-- a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` when the
-  goal names this file as its one JSON file;
+- a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` and keeps
+  its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``) when the goal
+  names this file as its one JSON file;
 - a ``.sql`` runs on the database the goal names (or the one declared);
 - a document the goal names (``report.md``) whose goal asks it to cite sources cites at
   least as many as the goal says, each from the step's tool results (``citations``): on the
@@ -49,6 +50,7 @@ from typing import Any
 from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
+from agent.checks.text import SORTED_BY
 from agent.plan.kept import comparable, kept_functions, probe_calls, public_names
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
@@ -60,6 +62,7 @@ __all__ = [
     "goal_functions",
     "goal_json_keys",
     "goal_smoke_calls",
+    "goal_sort_orders",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -82,6 +85,12 @@ _NOT_WANTED = re.compile(
     r"\b(?:but|today|currently|now|instead|wrong|bug|buggy|incorrect|broken)\b", re.I
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+_SORTED = re.compile(r"\b(?:sorted|ordered)\s+by\s+(?:the\s+)?[\"'`]?([A-Za-z_]\w*)[\"'`]?")
+_DESCENDING = re.compile(
+    r"[\s,;(]*(?:in\s+)?(?:descending|decreasing|reverse|(?:highest|largest|biggest|most|"
+    r"newest|latest)\s+first)",
+    re.IGNORECASE,
+)
 _JSON_KEY = re.compile(r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:")
 _NOT_FUNCTIONS = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
@@ -150,8 +159,12 @@ def floor_check(
         return _module_floor(step, steps, goal, asked, (kept or {}).get(path, ""))
     if suffix == ".json":
         jsons = [f for f in asked if f.lower().endswith(".json")]
-        keys = goal_json_keys(goal) if jsons == [path] else []
-        return {"kind": "json_schema", "schema": _keys_schema(keys)}
+        one = jsons == [path]
+        schema = _keys_schema(goal_json_keys(goal) if one else [])
+        orders = goal_sort_orders(goal) if one else []
+        if orders:
+            schema[SORTED_BY] = [{"key": k, "descending": d} for k, d in orders]
+        return {"kind": "json_schema", "schema": schema}
     if suffix in _DOCUMENTS:
         return citations_floor(path, goal, asked)
     if suffix == ".sql":
@@ -445,6 +458,17 @@ def goal_json_keys(goal: str) -> list[str]:
         return []
     top = min(d for _, d in depth_at)
     return list(dict.fromkeys(k for k, d in depth_at if d == top))
+
+
+def goal_sort_orders(goal: str) -> list[tuple[str, bool]]:
+    """The orders a goal states of its lists as "sorted by sku" / "ordered by price,
+    highest first": ``(key, descending)``, in order, each key once."""
+    orders: dict[str, bool] = {}
+    for match in _SORTED.finditer(goal):
+        key = match.group(1)
+        after = goal[match.end() : match.end() + 40]
+        orders.setdefault(key, _DESCENDING.match(after) is not None)
+    return list(orders.items())
 
 
 def _keys_schema(keys: list[str]) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""The orders a goal states of its JSON lists ("sorted by sku"), from the goal to the floor's
+``json_schema`` check (``x-sortedBy``) and judged on the document."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.checks import run_check
+from agent.plan.floor import floor_check, goal_sort_orders
+from agent.plan.steps import Step
+
+
+def orders_check(*orders):
+    schema = {"x-sortedBy": [{"key": k, "descending": d} for k, d in orders]}
+    return {"kind": "json_schema", "schema": schema}
+
+
+def judged(doc, *orders):
+    return run_check(orders_check(*orders), {"a.json": json.dumps(doc)}, "a.json")
+
+
+@pytest.mark.parametrize(
+    ("goal", "orders"),
+    [
+        ("a list of items sorted by sku; the total", [("sku", False)]),
+        ('rows ordered by "price", highest first', [("price", True)]),
+        ("sorted by the name (descending), then sorted by name again", [("name", True)]),
+        ("ordered by `year` in decreasing order", [("year", True)]),
+        ("a sorted list of the skus", []),
+    ],
+)
+def test_the_goal_s_stated_orders(goal, orders):
+    assert goal_sort_orders(goal) == orders
+
+
+def test_a_list_out_of_the_stated_order_fails_with_its_values_quoted():
+    doc = {"items": [{"sku": "B"}, {"sku": "A"}], "other": [1, 2]}
+    report = judged(doc, ("sku", False))
+    assert (
+        not report["passed"]
+        and "$.items" in report["evidence"]
+        and '"B", "A"' in report["evidence"]
+    )
+
+
+def test_sorted_lists_nested_or_descending_pass_and_lists_without_the_key_are_left_alone():
+    doc = {
+        "a": {"rows": [{"n": 3}, {"n": 2}, {"n": 2}]},
+        "tags": ["z", "a"],
+        "mixed": [{"n": 9}, 1],
+    }
+    assert judged(doc, ("n", True))["passed"]
+    assert not judged(doc, ("n", False))["passed"]
+    assert judged([{"n": "b"}, {"n": 1}], ("n", False))["passed"]  # not one comparable type
+
+
+def test_the_json_floor_carries_the_goal_s_order():
+    goal = 'Write inventory.json: "items": a list of {"sku": ..}, sorted by sku; "total": a number.'
+    step = Step(
+        step_id="S1",
+        depends_on=[],
+        action="coder",
+        instructions="x",
+        expected_output="inventory.json",
+    )
+    schema = floor_check(step, [step], goal)["schema"]
+    assert schema["x-sortedBy"] == [{"key": "sku", "descending": False}]
+    assert schema["anyOf"][0]["required"] == ["items", "total"]
