@@ -690,12 +690,12 @@ def test_re_registering_a_built_in_kind_raises(registry):
 
 
 BUILT_IN_KINDS = (
-    "syntax",
     "exists",
     "non_empty",
     "contains",
     "regex",
     "json_schema",
+    "syntax",
     "python",
     "pytest",
     "sql",
