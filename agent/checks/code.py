@@ -383,15 +383,23 @@ _NOT_PASSED = (
 
 
 def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    """The artifact parses as its language (Python, JSON), nothing run: the check of a module
+    """The artifact parses as its language (Python, JSON), and a module's code refers to
+    every name in ``uses`` (the goal's "must use word_lengths"); nothing runs: the check of a module
     that imports a sibling not written yet, which cannot run alone (``agent.plan.floor``). On
     the 1.5B such a module was proven by ``non_empty`` with a ``SyntaxError`` in it, and the
     package's own check, which imports it, blamed another step."""
     suffix = posixpath.splitext(path)[1].lower()
     text = files[path]
+    uses = [u for u in spec.get("uses") or [] if isinstance(u, str)]
     try:
         if suffix == ".py":
-            ast.parse(text, filename=path)
+            tree = ast.parse(text, filename=path)
+            if missing := [u for u in uses if u not in _referenced(tree)]:
+                shown = ", ".join(missing)
+                why = f"{path} parses but does not use {shown} (no call, import or reference)"
+                return make_report("syntax", False, 0.0, why[:400])
+        elif uses:
+            return make_report("syntax", False, 0.0, f"'uses' is for Python modules, not {path}")
         elif suffix == ".json":
             json.loads(text)
         else:
@@ -406,13 +414,38 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
     return make_report("syntax", True, 1.0, f"{path} parses")
 
 
+def _referenced(tree: ast.AST) -> set[str]:
+    """The names a module's code refers to: names, attributes and what it imports (never
+    its comments or strings)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update(a.name.rsplit(".", 1)[-1] for a in node.names)
+    return names
+
+
+def _validate_syntax(spec: dict[str, Any]) -> list[str]:
+    uses = spec.get("uses", [])
+    if not isinstance(uses, list) or not all(isinstance(u, str) and u.isidentifier() for u in uses):
+        return ["kind 'syntax' takes 'uses': a list of Python names"]
+    return []
+
+
 def register() -> None:
     """Register the code kinds (sandboxed ``python`` and ``pytest``, and ``syntax``, which
     runs nothing); ``agent.checks`` calls this once."""
     register_check(
         "syntax",
         _check_syntax,
-        describe='{"kind": "syntax"} (a .py or .json artifact parses; nothing runs)',
+        validate=_validate_syntax,
+        describe=(
+            '{"kind": "syntax", "uses": ["name"]} (a .py or .json artifact parses; a module'
+            " refers to each name in 'uses'; nothing runs)"
+        ),
     )
     register_check(
         "python",

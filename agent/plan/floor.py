@@ -63,6 +63,7 @@ __all__ = [
     "goal_json_keys",
     "goal_smoke_calls",
     "goal_sort_orders",
+    "goal_uses",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -85,6 +86,7 @@ _NOT_WANTED = re.compile(
     r"\b(?:but|today|currently|now|instead|wrong|bug|buggy|incorrect|broken)\b", re.I
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+_MUST_USE = re.compile(r"\b(?:must|should|has to|needs to)\s+(?:use|call|import)\s+([A-Za-z_]\w*)")
 _SORTED = re.compile(r"\b(?:sorted|ordered)\s+by\s+(?:the\s+)?[\"'`]?([A-Za-z_]\w*)[\"'`]?")
 _DESCENDING = re.compile(
     r"[\s,;(]*(?:in\s+)?(?:descending|decreasing|reverse|(?:highest|largest|biggest|most|"
@@ -225,7 +227,8 @@ def _module_floor(
         and not is_test_file(s.expected_output)
     }
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
-        return {"kind": "syntax"}  # a sibling it may import is not written yet: parse only
+        uses = goal_uses(goal, path, asked)  # a sibling it may import is not written yet:
+        return {"kind": "syntax"} | ({"uses": uses} if uses else {})  # parse, nothing runs
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
@@ -458,6 +461,23 @@ def goal_json_keys(goal: str) -> list[str]:
         return []
     top = min(d for _, d in depth_at)
     return list(dict.fromkeys(k for k, d in depth_at if d == top))
+
+
+def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:
+    """The names the goal says ``path`` must use ("textkit/words.py: ... must use
+    word_lengths from textkit/count.py"), read in the part of the goal about ``path``: from
+    ``path:`` to the next file named with a colon."""
+    heads = sorted(
+        (m.start(), m.end(), f)
+        for f in asked
+        for m in re.finditer(rf"(?<![\w/.-]){re.escape(f)}\s*:", goal)
+    )
+    names: list[str] = []
+    for n, (_, end, f) in enumerate(heads):
+        if f == path:
+            part = goal[end : heads[n + 1][0] if n + 1 < len(heads) else len(goal)]
+            names += [m.group(1) for m in _MUST_USE.finditer(part)]
+    return list(dict.fromkeys(names))
 
 
 def goal_sort_orders(goal: str) -> list[tuple[str, bool]]:

@@ -330,3 +330,17 @@ def test_the_least_number_of_citations_is_the_one_the_goal_states(goal, least):
 def test_a_document_without_asked_citations_keeps_the_planner_s_check(path, goal):
     (kept,) = plan(step("S1", path, action="writer", check={"kind": "exists"}), goal=goal)
     assert "citations" not in check_kinds(kept.done_when)
+
+
+def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
+    goal = (
+        "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
+        "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
+    )
+    a, b = plan(
+        step("S1", "pkg/a.py", action="coder"),
+        step("S2", "pkg/b.py", action="coder"),
+        goal=goal,
+    )
+    assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"]}
+    assert b.done_when["checks"][1] == {"kind": "syntax", "uses": ["f"]}

@@ -36,3 +36,24 @@ def test_what_does_not_parse_or_has_no_parser_fails(path, text):
 def test_valid_json_passes_and_a_missing_artifact_fails():
     assert check("a.json", '{"a": [1, 2]}')["passed"]
     assert not run_check(SYNTAX, {}, "gone.py")["passed"]
+
+
+def test_a_module_must_refer_to_each_name_it_must_use_in_code_not_in_comments():
+    spec = {"kind": "syntax", "uses": ["word_lengths"]}
+    calls = (
+        "def longest(t):\n    from textkit.count import word_lengths\n    return word_lengths(t)\n"
+    )
+    attr = "import textkit.count as c\ndef longest(t):\n    return c.word_lengths(t)\n"
+    for text in (calls, attr):
+        assert run_check(spec, {"w.py": text}, "w.py")["passed"]
+    comment = "# uses word_lengths\ndef longest(t):\n    return 'word_lengths'\n"
+    report = run_check(spec, {"w.py": comment}, "w.py")
+    assert not report["passed"] and "does not use word_lengths" in report["evidence"]
+
+
+def test_uses_is_refused_unless_it_lists_python_names():
+    from agent.checks import validate_check_spec
+
+    assert validate_check_spec({"kind": "syntax", "uses": ["ok_name"]}) == []
+    assert validate_check_spec({"kind": "syntax", "uses": ["not a name"]})
+    assert validate_check_spec({"kind": "syntax", "uses": "word_lengths"})
