@@ -94,7 +94,8 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
         return make_report("json_schema", False, 0.0, f"{path} is not valid JSON: {exc}")
     schema = spec["schema"]
     cls = jsonschema.validators.extend(
-        jsonschema.validators.validator_for(schema), {SORTED_BY: _sorted_by}
+        jsonschema.validators.validator_for(schema),
+        {SORTED_BY: _sorted_by, HAS_KEYS: _has_keys},
     )
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     errors = list(validator.iter_errors(instance))
@@ -111,6 +112,32 @@ SORTED_BY = "x-sortedBy"
 whose items are all objects with ``key`` must be in that order. The evidence floor adds it
 when the goal says "sorted by sku" (``agent.plan.floor``): on the 1.5B an ``inventory.json``
 in the goal's order passed a schema of its keys."""
+
+
+HAS_KEYS = "x-hasKeys"
+"""A keyword of our own: ``["sku", "qty"]``, each a key of some object in the document. The
+floor adds the keys the goal spells inside its objects: on the 1.5B an ``inventory.json``
+whose items had ``quantity`` and ``unit_price`` for the goal's ``qty`` and ``price`` passed a
+schema of the top-level keys."""
+
+
+def _has_keys(validator: Any, keys: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+    present = set(_object_keys(instance))
+    missing = [k for k in keys if isinstance(k, str) and k not in present]
+    if missing:
+        shown = ", ".join(json.dumps(k) for k in missing)
+        yield jsonschema.exceptions.ValidationError(f"no object in the document has {shown}")
+
+
+def _object_keys(value: Any) -> Any:
+    """Every key of every object anywhere in ``value``."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _object_keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _object_keys(item)
 
 
 def _sorted_by(validator: Any, orders: Any, instance: Any, schema: Mapping[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from agent.context import Context
 from agent.errors import ConfigError
 from agent.models.factory import total_tokens
+from agent.prompts import render
 from agent.reflection.answers import Answer, parse_answer, typed_choice
 from agent.state import CUT_KEY, MAX_GOAL_CHARS
 from agent.tools.approvals import decided, pending_requests, read_decisions
@@ -138,6 +139,11 @@ def _answer(
     update = new_turn(state, ctx, human, now)
     if state.get("status") in TERMINAL and not state.get("escalation"):
         update["goal"] = text  # a follow-up request after a finished run is a new goal
+    elif state.get("stop_reason") == StopReason.QUESTION_FIRST and state.get("escalation"):
+        # the answer completes the goal: every step, replan and reflection sees it (on the
+        # 1.5B a replan rewrote the step's instructions without it, and a step guessed)
+        answered = render("goal_answered", goal=state.get("goal", ""), answer=text.strip())
+        update["goal"] = answered.strip()
     asked = (state.get("escalation") or {}).get("question", "")
     reason = f"the human answered the question {asked!r}" if asked else "a new request"
     return Intake("plan", update | {"plan_request": {"reason": reason, "answer": text}})

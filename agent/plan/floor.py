@@ -23,7 +23,8 @@ alone: :func:`without_floor`):
   and the functions the goal says to keep as they are end as they did in the given file
   (:mod:`agent.plan.kept`);
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` and keeps
-  its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``) when the goal
+  its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``), and has the keys
+  the goal spells inside its objects somewhere (``"sku":``, ``x-hasKeys``) when the goal
   names this file as its one JSON file;
 - a ``.sql`` runs on the database the goal names (or the one declared);
 - a document the goal names (``report.md``) whose goal asks it to cite sources cites at
@@ -50,7 +51,7 @@ from typing import Any
 from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.checks.text import SORTED_BY
+from agent.checks.text import HAS_KEYS, SORTED_BY
 from agent.plan.kept import comparable, kept_functions, probe_calls, public_names
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
@@ -61,6 +62,7 @@ __all__ = [
     "goal_examples",
     "goal_functions",
     "goal_json_keys",
+    "goal_nested_json_keys",
     "goal_smoke_calls",
     "goal_sort_orders",
     "goal_uses",
@@ -166,6 +168,8 @@ def floor_check(
         orders = goal_sort_orders(goal) if one else []
         if orders:
             schema[SORTED_BY] = [{"key": k, "descending": d} for k, d in orders]
+        if one and (inner := goal_nested_json_keys(goal)):
+            schema[HAS_KEYS] = inner
         return {"kind": "json_schema", "schema": schema}
     if suffix in _DOCUMENTS:
         return citations_floor(path, goal, asked)
@@ -449,6 +453,16 @@ def _sentence_around(text: str, index: int) -> str:
 def goal_json_keys(goal: str) -> list[str]:
     """The top-level keys a goal spells as ``"key":`` (the least nested ones, so an item's
     ``"sku":`` inside ``{...}`` is not asked of the document), in order."""
+    return _json_keys(goal, nested=False)
+
+
+def goal_nested_json_keys(goal: str) -> list[str]:
+    """The keys a goal spells as ``"key":`` inside a ``{...}`` of the document (an item's
+    ``"sku":``, ``"qty":``): each must be a key of some object in it."""
+    return _json_keys(goal, nested=True)
+
+
+def _json_keys(goal: str, *, nested: bool) -> list[str]:
     depth_at: list[tuple[str, int]] = []
     depth = 0
     last = 0
@@ -460,7 +474,7 @@ def goal_json_keys(goal: str) -> list[str]:
     if not depth_at:
         return []
     top = min(d for _, d in depth_at)
-    return list(dict.fromkeys(k for k, d in depth_at if d == top))
+    return list(dict.fromkeys(k for k, d in depth_at if (d > top) is nested))
 
 
 def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:

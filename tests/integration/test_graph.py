@@ -114,6 +114,8 @@ def test_a_goal_asking_the_user_first_pauses_before_any_plan_then_plans_with_the
     assert roles["planner"].calls == []
     assert [s["expected_output"] for s in plan["steps"]] == ["notes.md"]
     assert "the 9th of March" in plan["steps"][0]["instructions"]
+    goal_now = graph.get_state(thread_config("t")).values["goal"]
+    assert goal_now.startswith(goal) and "the 9th of March" in goal_now  # replans see it too
 
 
 def _paused_on_depth_cap(tmp_path):

@@ -68,3 +68,17 @@ def test_the_json_floor_carries_the_goal_s_order():
     schema = floor_check(step, [step], goal)["schema"]
     assert schema["x-sortedBy"] == [{"key": "sku", "descending": False}]
     assert schema["anyOf"][0]["required"] == ["items", "total"]
+
+
+def test_the_keys_the_goal_spells_inside_its_objects_must_be_somewhere_in_the_document():
+    goal = 'Write a.json: "items": a list of {"sku": string, "qty": integer}; "total": a number.'
+    step = Step(
+        step_id="S1", depends_on=[], action="coder", instructions="x", expected_output="a.json"
+    )
+    spec = floor_check(step, [step], goal)
+    assert spec["schema"]["x-hasKeys"] == ["sku", "qty"]
+    renamed = {"items": [{"sku": "A", "quantity": 1}], "total": 1}
+    report = run_check(spec, {"a.json": json.dumps(renamed)}, "a.json")
+    assert not report["passed"] and '"qty"' in report["evidence"]
+    right = {"items": [{"sku": "A", "qty": 1}], "total": 1}
+    assert run_check(spec, {"a.json": json.dumps(right)}, "a.json")["passed"]
