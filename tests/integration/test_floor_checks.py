@@ -218,8 +218,12 @@ def test_json_without_the_goal_s_keys_fails(content):
 
 def test_json_with_the_goal_s_keys_passes_as_an_object_or_a_list_of_them():
     spec = floor_of(goal("json"), "inventory.json")
-    doc = {"items": [], "total_value": 0, "out_of_stock": []}
+    item = {"sku": "A-100", "qty": 4, "price": 2.5}
+    doc = {"items": [item], "total_value": 10.0, "out_of_stock": []}
     assert run_check(spec, {"inventory.json": json.dumps(doc)}, "inventory.json")["passed"]
+    # no item holds the keys the goal spells inside its objects
+    empty = {"items": [], "total_value": 0, "out_of_stock": []}
+    assert not run_check(spec, {"inventory.json": json.dumps(empty)}, "inventory.json")["passed"]
     spec = floor_of('Write people.json: a list of {"name": string, "age": int}.', "people.json")
     rows = json.dumps([{"name": "a", "age": 1}])
     assert run_check(spec, {"people.json": rows}, "people.json")["passed"]
