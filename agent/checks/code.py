@@ -414,9 +414,15 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
     return make_report("syntax", True, 1.0, f"{path} parses")
 
 
-def _referenced(tree: ast.AST) -> set[str]:
+def _referenced(tree: ast.Module) -> set[str]:
     """The names a module's code refers to: names, attributes and what it imports (never
-    its comments or strings)."""
+    its comments or strings), less what it defines itself: a ``count.py`` with its own
+    ``split_words`` does not use the sibling's (the 1.5B wrote one)."""
+    own = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -425,7 +431,7 @@ def _referenced(tree: ast.AST) -> set[str]:
             names.add(node.attr)
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names.update(a.name.rsplit(".", 1)[-1] for a in node.names)
-    return names
+    return names - own
 
 
 def _validate_syntax(spec: dict[str, Any]) -> list[str]:

@@ -57,3 +57,10 @@ def test_uses_is_refused_unless_it_lists_python_names():
     assert validate_check_spec({"kind": "syntax", "uses": ["ok_name"]}) == []
     assert validate_check_spec({"kind": "syntax", "uses": ["not a name"]})
     assert validate_check_spec({"kind": "syntax", "uses": "word_lengths"})
+
+
+def test_a_module_defining_its_own_copy_of_the_name_does_not_use_the_sibling_s():
+    spec = {"kind": "syntax", "uses": ["split_words"]}
+    own = "def split_words(t):\n    return t.split()\n\n"
+    own += "def count(t):\n    return len(split_words(t))\n"
+    assert not run_check(spec, {"c.py": own}, "c.py")["passed"]
