@@ -19,8 +19,9 @@ from __future__ import annotations
 import ast
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent.sandbox import run_python
 from agent.tools.text_calls import fenced_file
@@ -31,10 +32,12 @@ __all__ = [
     "MAX_OUTPUT_CHARS",
     "PRELUDE",
     "ProgramRun",
+    "Reply",
     "as_file",
     "is_computed",
     "program_in",
     "program_path",
+    "read_reply",
     "run_program",
 ]
 
@@ -59,7 +62,11 @@ class ProgramRun:
 
 def is_computed(path: str) -> bool:
     """Whether the artifact at ``path`` is data a program should print (module docstring)."""
-    return posixpath.splitext(path)[1].lower() in COMPUTED_SUFFIXES
+    return _suffix(path) in COMPUTED_SUFFIXES
+
+
+def _suffix(path: str) -> str:
+    return posixpath.splitext(path)[1].lower()
 
 
 def program_path(step_id: str, path: str) -> str:
@@ -72,7 +79,7 @@ def as_file(output: str, path: str) -> str:
     value (``print(settings)`` gives ``{'region': 'eu-north-1'}``, which the 1.5B did three
     times, told each time it was not JSON) becomes that value as JSON; anything else is kept
     as printed, for the check to judge."""
-    if posixpath.splitext(path)[1].lower() != ".json":
+    if _suffix(path) != ".json":
         return output
     try:
         json.loads(output)
@@ -94,6 +101,33 @@ def as_file(output: str, path: str) -> str:
 def program_in(reply: str) -> str | None:
     """The program in a reply: its one ``python`` (or untagged) fence, else None."""
     return fenced_file(reply, PROGRAM_NAME)
+
+
+def read_reply(text: str, calls: Sequence[Mapping[str, Any]], path: str) -> Reply | None:
+    """What a reply asked for a program holds: the program, else the file itself (a fence of
+    its language, or a ``write_file`` of ``path``: taken as it is), else None."""
+    if (program := program_in(text)) is not None:
+        return Reply(program=program)
+    typed = fenced_file(text, path) or _written(calls, path)
+    return Reply(file=typed) if typed is not None else None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply asked for a program: the program to run, or the file the model typed."""
+
+    program: str | None = None
+    file: str | None = None
+
+
+def _written(calls: Sequence[Mapping[str, Any]], path: str) -> str | None:
+    """The content a reply's ``write_file`` call gives ``path``, if it makes one."""
+    for call in calls:
+        args = call.get("args") or {}
+        if call.get("name") == "write_file" and args.get("path") == path:
+            content = args.get("content")
+            return content if isinstance(content, str) and content.strip() else None
+    return None
 
 
 def run_program(program: str, inputs: Mapping[str, str]) -> ProgramRun:

@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from agent.checks import run_check
+from agent.checks import check_kinds, run_check
+from agent.checks.composite import PRESENCE
 from agent.controller.records import StepRecords
 from agent.controller.sources import CitationSources
 from agent.events import check_event, emit
@@ -68,6 +69,7 @@ class StepEvidence:
 
 
 def _kind(step: Mapping[str, Any]) -> str:
-    """The kind a report on ``step`` is filed under: its check's (a plain string is a rubric)."""
-    spec = step.get("done_when")
-    return str(spec.get("kind", "non_empty")) if isinstance(spec, Mapping) else "rubric"
+    """The kind a report on ``step`` is filed under: the first kind its check runs that
+    judges the artifact (an ``all``'s presence parts aside), as an ``all``'s own report does."""
+    kinds = list(check_kinds(step.get("done_when")))
+    return next((k for k in kinds if k not in PRESENCE), kinds[0] if kinds else "non_empty")

@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
-from agent.controller.computed import as_file, is_computed, program_in, program_path, run_program
+from agent.controller.computed import as_file, is_computed, program_path, read_reply, run_program
 from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
@@ -43,7 +43,6 @@ from agent.models.factory import Metered, merge_usage
 from agent.sandbox import SandboxUnavailable
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
-from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import PathError, Workspace, scratch_prefix
 from agent.vocabulary import ToolCalling
 
@@ -208,13 +207,12 @@ class StepWorker:
             computed=True,
         )
         answer = await self.tool_loop.ask(messages, self.call_metadata())
-        program = program_in(answer.text)
-        if program is None:
-            typed = fenced_file(answer.text, path) or _written(answer.tool_calls, path)
-            if typed is None:
-                self.records.event("compute", observation="no program in the reply", ok=False)
-                return False
-            return self._keep(path, typed, f"{path} typed, not computed")
+        reply = read_reply(answer.text, answer.tool_calls, path)
+        if reply is None:
+            self.records.event("compute", observation="no program in the reply", ok=False)
+            return False
+        if (program := reply.program) is None:
+            return self._keep(path, str(reply.file), f"{path} typed, not computed")
         try:
             self.workspace.write(kept, program)
         except PathError as exc:
@@ -272,13 +270,3 @@ class StepWorker:
                 run.replay = {self.step_id: None}
         run.usage = merge_usage(run.usage, self.model.usage)
         return run
-
-
-def _written(calls: list[Any], path: str) -> str | None:
-    """The content a reply's ``write_file`` call gives ``path``, if it makes one."""
-    for call in calls:
-        args = call.get("args") or {}
-        if call.get("name") == "write_file" and args.get("path") == path:
-            content = args.get("content")
-            return content if isinstance(content, str) and content.strip() else None
-    return None

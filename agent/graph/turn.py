@@ -88,8 +88,7 @@ def _taken(state: Mapping[str, Any], ctx: Context, now: float | None) -> Intake:
     if state.get("escalation") and human is None:
         return Intake("escalate")  # resumed without an answer: pause again, no model
     # the answer to the goal's own question comes before any plan, and is not a new goal
-    asked_first = state.get("stop_reason") == StopReason.QUESTION_FIRST and state.get("escalation")
-    if not state.get("plan") and not asked_first:  # None, or {} before the first plan
+    if not state.get("plan") and not _asked_first(state):  # None, or {} before the first plan
         return _first_goal(state, ctx, human, now)
     if human is not None:
         return _answer(state, ctx, human, now)
@@ -139,7 +138,7 @@ def _answer(
     update = new_turn(state, ctx, human, now)
     if state.get("status") in TERMINAL and not state.get("escalation"):
         update["goal"] = text  # a follow-up request after a finished run is a new goal
-    elif state.get("stop_reason") == StopReason.QUESTION_FIRST and state.get("escalation"):
+    elif _asked_first(state):
         # the answer completes the goal: every step, replan and reflection sees it (on the
         # 1.5B a replan rewrote the step's instructions without it, and a step guessed)
         answered = render("goal_answered", goal=state.get("goal", ""), answer=text.strip())
@@ -147,6 +146,11 @@ def _answer(
     asked = (state.get("escalation") or {}).get("question", "")
     reason = f"the human answered the question {asked!r}" if asked else "a new request"
     return Intake("plan", update | {"plan_request": {"reason": reason, "answer": text}})
+
+
+def _asked_first(state: Mapping[str, Any]) -> bool:
+    """Whether the thread waits on the goal's own question (``question_first``)."""
+    return state.get("stop_reason") == StopReason.QUESTION_FIRST and bool(state.get("escalation"))
 
 
 def _chosen(state: Mapping[str, Any], human: HumanMessage, text: str) -> Intake | str:

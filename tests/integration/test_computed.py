@@ -95,3 +95,9 @@ def test_a_reply_with_neither_program_nor_file_is_asked_for_the_file():
     run, model = run_step(["I would sum the rows.", '```json\n{"total": 3.5}\n```'])
     assert prompt_values("subagent_direct", str(model.calls[1][1].content))
     assert run.files["totals.json"]["status"] == "done"
+
+
+def test_a_failed_program_is_reported_under_the_kind_of_check_that_judges_the_file():
+    run, _ = run_step([BROKEN, BROKEN, BROKEN, BROKEN])
+    checks = [e for e in run.trajectory if e["action"] == "check"]
+    assert checks and all(e["check"]["kind"] == "json_schema" for e in checks)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import json
 
-from agent.controller.computed import as_file, is_computed, program_in, program_path
+from agent.controller.computed import (
+    Reply,
+    as_file,
+    is_computed,
+    program_in,
+    program_path,
+    read_reply,
+)
 from agent.vfs.entries import is_scratch, validate_path
 
 
@@ -40,3 +47,14 @@ def test_valid_json_other_files_and_what_is_not_a_literal_stay_as_printed():
     assert as_file("{'a': 1}\n", "a.csv") == "{'a': 1}\n"  # only .json files are converted
     for printed in ("{'a': {1, 2}}", "{1: 2}x", "hello", "__import__('os')", "3"):
         assert as_file(printed, "a.json") == printed  # the check judges it as printed
+
+
+def test_a_reply_is_read_as_its_program_else_the_file_it_typed_else_nothing():
+    assert read_reply("```python\nprint(1)\n```", [], "a.json") == Reply(program="print(1)\n")
+    assert read_reply('```json\n{"a": 1}\n```', [], "a.json") == Reply(file='{"a": 1}\n')
+    write = {"name": "write_file", "args": {"path": "a.json", "content": "{}"}}
+    assert read_reply("", [write], "a.json") == Reply(file="{}")
+    other = {"name": "write_file", "args": {"path": "b.json", "content": "{}"}}
+    blank = {"name": "write_file", "args": {"path": "a.json", "content": "  "}}
+    for calls in ([other], [blank], []):
+        assert read_reply("I would sum the rows.", calls, "a.json") is None
