@@ -81,7 +81,17 @@ def refused_paths(files: Mapping[str, str], trusted: Sequence[str] = ()) -> list
 
 def _validate_python(spec: dict[str, Any]) -> list[str]:
     errors = [] if isinstance(spec.get("code"), str) else ["kind 'python' needs 'code': a string"]
+    calls = spec.get("calls", [])
+    pairs = isinstance(calls, list) and all(
+        isinstance(c, list | tuple) and len(c) == 2 and all(_is_name(n) for n in c) for c in calls
+    )
+    if not pairs:
+        errors.append("kind 'python' takes 'calls': a list of [caller, callee] function names")
     return errors + _valid_timeout(spec)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and value.isidentifier()
 
 
 def _validate_pytest(spec: dict[str, Any]) -> list[str]:
@@ -137,9 +147,48 @@ def _valid_timeout(spec: dict[str, Any]) -> list[str]:
 
 
 def _check_python(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    """Run ``path``, then the spec's ``code`` in its namespace; pass when the code finishes."""
+    """Run ``path``, then the spec's ``code`` in its namespace; pass when the code finishes
+    and, for each ``[caller, callee]`` in ``calls``, the source of the artifact's function
+    ``caller`` refers to ``callee`` (read here, on the host: the check's process sees the
+    artifact only through the bridge, never its code)."""
     verdict = _python_verdict(files, path, spec["code"], _timeout(spec))
+    if missing := _uncalled(files.get(path, ""), spec.get("calls") or []):
+        passed, score, evidence = verdict
+        said = "; ".join(f"{a}() does not call {b}() (the goal asks it to)" for a, b in missing)
+        evidence = said if passed else f"{evidence}; {said}"
+        verdict = (False, min(score, 0.5), evidence)
     return _warned("python", verdict)
+
+
+def _uncalled(source: str, calls: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """The ``(caller, callee)`` pairs whose caller, a top-level function of ``source``, does
+    not refer to the callee (a missing or unparsable caller is the run's failure to report)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    missing = []
+    for caller, callee in calls:
+        node = functions.get(str(caller))
+        if node is not None and str(callee) not in _names_in(node):
+            missing.append((str(caller), str(callee)))
+    return missing
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """The names and attributes a piece of code refers to (not its comments or strings)."""
+    names: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            names.add(child.id)
+        elif isinstance(child, ast.Attribute):
+            names.add(child.attr)
+    return names
 
 
 def _check_pytest(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
@@ -423,13 +472,9 @@ def _referenced(tree: ast.Module) -> set[str]:
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     }
-    names: set[str] = set()
+    names = _names_in(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.ImportFrom | ast.Import):
+        if isinstance(node, ast.ImportFrom | ast.Import):
             names.update(a.name.rsplit(".", 1)[-1] for a in node.names)
     return names - own
 
@@ -457,7 +502,10 @@ def register() -> None:
         "python",
         _check_python,
         validate=_validate_python,
-        describe='{"kind": "python", "code": "assert ..."}',
+        describe=(
+            '{"kind": "python", "code": "assert ...", "calls": [["caller", "callee"]]}'
+            " ('calls' optional: the artifact's function caller must call callee)"
+        ),
     )
     register_check(
         "pytest",

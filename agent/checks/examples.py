@@ -25,6 +25,7 @@ def examples_check(
     smoke: Sequence[tuple[str, str]] = (),
     given: str = "",
     keep: Sequence[str] = (),
+    calls: Sequence[tuple[str, str]] = (),
     stated: bool = True,
 ) -> dict[str, Any]:
     """A ``python`` check: every name in ``names`` is callable in the artifact, then every
@@ -32,25 +33,31 @@ def examples_check(
     ``==``, or by ``repr`` when it does not evaluate), then every ``(call, returns)`` in
     ``smoke`` raises no error of broken code and returns the type named (any, when
     ``returns`` is empty), then every call in ``keep`` ends as it does in ``given`` (the
-    source of the module the user gave: the same exception, or an equal plain value).
+    source of the module the user gave: the same exception, or an equal plain value), and
+    every ``(caller, callee)`` in ``calls`` holds: ``caller``'s code refers to ``callee``.
     ``stated`` keeps what is asserted beside the code, so a prompt
     can show it instead of the program (:func:`shown_check`)."""
     program = _PROGRAM.read_text(encoding="utf-8")
     body = program.split(_HEAD, 1)[1]
     pairs = [(str(c), str(w)) for c, w in examples]
-    calls = [(str(c), str(r)) for c, r in smoke]
+    smokes = [(str(c), str(r)) for c, r in smoke]
+    callers = [(str(a), str(b)) for a, b in calls]
     probes = [str(c) for c in keep] if given else []
     head = (
-        f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {calls!r}\n"
+        f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {smokes!r}\n"
         f"GIVEN = {given if probes else ''!r}\nKEEP = {probes!r}\n"
     )
     spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
+    if callers:
+        spec["calls"] = [list(pair) for pair in callers]
     if stated:
         spec["stated"] = {"defines": list(names), "examples": [f"{c} == {w}" for c, w in pairs]}
-        if calls:
-            spec["stated"]["runs_without_error"] = [f"{c} -> {r}" if r else c for c, r in calls]
+        if smokes:
+            spec["stated"]["runs_without_error"] = [f"{c} -> {r}" if r else c for c, r in smokes]
         if probes:
             spec["stated"]["ends_as_in_the_given_file"] = probes
+        if callers:
+            spec["stated"]["calls"] = [f"{a} calls {b}" for a, b in callers]
     return spec
 
 

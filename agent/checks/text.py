@@ -150,8 +150,10 @@ def _sorted_by(validator: Any, orders: Any, instance: Any, schema: Mapping[str, 
             if values != sorted(values, reverse=descending):
                 way = "descending" if descending else "ascending"
                 shown = ", ".join(json.dumps(v) for v in values[:8])
+                wanted = ", ".join(json.dumps(v) for v in sorted(values, reverse=descending)[:8])
                 yield jsonschema.exceptions.ValidationError(
-                    f"{where} is not sorted by {key!r} ({way}): {shown}"
+                    f"{where} is not sorted by {key!r} ({way}): {shown}; "
+                    f"sorted, its {key!r} values would be {wanted}"
                 )
 
 

@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.checks import check_kinds
 from agent.checks.examples import shown_check
+from agent.controller.focus import Focus
 from agent.prompts import render
 from agent.tools.text_calls import fence_language
 from agent.vfs.entries import Workspace, is_scratch, scratch_prefix
@@ -115,6 +116,44 @@ def direct_messages(
             issues=issues or "(no detail)",
         ) + repeated_note(feedback, path)
     return [SystemMessage(system_prompt), HumanMessage(human)]
+
+
+def focused_messages(
+    step: Mapping[str, Any],
+    *,
+    goal: str,
+    system_prompt: str,
+    focus: Focus,
+    feedback: Mapping[str, Any],
+) -> list[BaseMessage]:
+    """A revision asked for the failing functions only (:mod:`agent.controller.focus`):
+    those functions, the evidence, and as context the user's version of them and what they
+    call; the reply's functions are spliced into the file by code."""
+    path = str(step["expected_output"])
+    values = _direct_values(step, goal, {})
+    names = " and ".join(f"the function {n}" for n in focus.names)
+    given = render("subagent_focused_given", content=focus.given) if focus.given else ""
+    helpers = (
+        render("subagent_focused_helpers", expected_output=path, content=focus.helpers)
+        if focus.helpers
+        else ""
+    )
+    issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))
+    human = render(
+        "subagent_focused_revision",
+        **values,
+        names=names,
+        current=focus.current,
+        issues=issues or "(no detail)",
+        given=given,
+        helpers=helpers,
+    ) + repeated_note(feedback, path)
+    return [SystemMessage(system_prompt), HumanMessage(human)]
+
+
+def feedback_evidence(feedback: Mapping[str, Any]) -> str:
+    """The failing evidence a revision is given, as one text (what :func:`focus_for` reads)."""
+    return "\n".join(str(i.get("evidence", "")) for i in feedback.get("issues", []))
 
 
 _DIRECT = ("subagent_direct", "subagent_direct_revision")

@@ -26,9 +26,12 @@ from agent.controller.computed import as_file, is_computed, program_path, read_r
 from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
+from agent.controller.focus import focus_for, splice
 from agent.controller.prompting import (
     direct_inputs,
     direct_messages,
+    feedback_evidence,
+    focused_messages,
     readable_inputs,
     task_messages,
 )
@@ -43,6 +46,7 @@ from agent.models.factory import Metered, merge_usage
 from agent.sandbox import SandboxUnavailable
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
+from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import PathError, Workspace, scratch_prefix
 from agent.vocabulary import ToolCalling
 
@@ -149,6 +153,8 @@ class StepWorker:
             except SandboxUnavailable as exc:  # nothing can run the program: ask for the file
                 self.computed, self.failure = False, None
                 self.records.event("compute", observation=f"no sandbox: {exc}"[:200], ok=False)
+        if direct is not None and feedback is not None and await self._focused(feedback):
+            return self.workspace.contents().get(path, ""), self.model.tokens - before
         if direct is not None:
             draft = Draft(self.workspace, path, self.revision, direct=True)
             messages = direct_messages(
@@ -222,13 +228,41 @@ class StepWorker:
             return self._failed(f"{kept}: {run.error}")
         return self._keep(path, as_file(run.output, path), f"{kept} printed {path}")
 
-    def _keep(self, path: str, content: str, note: str) -> bool:
+    async def _focused(self, feedback: Mapping[str, Any]) -> bool:
+        """A revision of the user's Python file asked for the functions its evidence names
+        only, spliced back into the file by code (:mod:`agent.controller.focus`); False
+        when the revision is asked for the whole file (no focus, or no usable reply)."""
+        path = str(self.step["expected_output"])
+        if self.computed or not self.given or not path.endswith(".py"):
+            return False
+        current = feedback.get("draft")
+        current = current if isinstance(current, str) else self.workspace.contents().get(path, "")
+        focus = focus_for(current, self.given, feedback_evidence(feedback))
+        if focus is None:
+            return False
+        messages = focused_messages(
+            self.step,
+            goal=self.goal,
+            system_prompt=self.system_prompt,
+            focus=focus,
+            feedback=feedback,
+        )
+        answer = await self.tool_loop.ask(messages, self.call_metadata())
+        code = fenced_file(answer.text, path)
+        spliced = splice(current, code) if code is not None else None
+        if spliced is None:
+            self.records.event("focus", observation="no function in the reply", ok=False)
+            return False
+        note = f"{', '.join(focus.names)} revised in {path}"
+        return self._keep(path, spliced, note, event="focus")
+
+    def _keep(self, path: str, content: str, note: str, *, event: str = "compute") -> bool:
         """Write the draft's artifact (a refused write is the draft's failure)."""
         try:
             self.workspace.write(path, content)
         except PathError as exc:
             return self._failed(f"{path} was refused: {exc}")
-        self.records.event("compute", observation=note[:200], ok=True)
+        self.records.event(event, observation=note[:200], ok=True)
         return True
 
     def _failed(self, why: str) -> bool:

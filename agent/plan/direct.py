@@ -52,9 +52,32 @@ _ASKS_HUMAN = re.compile(
 )
 
 
+# words after which "ask the user" is still the goal's own instruction to the agent
+_INSTRUCTING = frozenset("and then first please always also so now but or".split())
+_YOU = re.compile(r"\byou\s+(?:must|should|need\s+to|have\s+to)\s*$", re.IGNORECASE)
+_LAST_WORD = re.compile(r"(\w+)\W*$")
+
+
+def _instruction(goal: str) -> re.Match[str] | None:
+    """The first "ask the user" that instructs the agent: at a clause's start (after the
+    text's start, punctuation or a line break), after a joining word ("and then ask the
+    user"), or after "you must". A goal describing a program ("a CLI that should ask the
+    user for a name", "a function to ask the user") or forbidding it ("do not ask the
+    user") asks the human nothing."""
+    for found in _ASKS_HUMAN.finditer(goal):
+        before = goal[: found.start()]
+        clause = re.split(r"[.!?:;,\n]", before)[-1]
+        if not clause.strip() or _YOU.search(clause):
+            return found
+        last = _LAST_WORD.search(clause)
+        if last is not None and last.group(1).lower() in _INSTRUCTING:
+            return found
+    return None
+
+
 def asks_human(goal: str) -> bool:
     """Whether the goal tells the agent to ask the user something before doing it."""
-    return _ASKS_HUMAN.search(goal) is not None
+    return _instruction(goal) is not None
 
 
 def goal_question(goal: str) -> str | None:
@@ -62,7 +85,7 @@ def goal_question(goal: str) -> str | None:
     quotes), or None when it asks nothing. On the 1.5B the model planner, given such a goal,
     planned a step writing a made-up ``user_answer.txt`` and the run ended ``success`` on a
     guessed region: the question goes to the human before any step runs."""
-    found = _ASKS_HUMAN.search(goal)
+    found = _instruction(goal)
     if found is None:
         return None
     start = max(goal.rfind(mark, 0, found.start()) for mark in (". ", "! ", "? ", "\n"))

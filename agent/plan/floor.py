@@ -66,6 +66,7 @@ __all__ = [
     "goal_smoke_calls",
     "goal_sort_orders",
     "goal_uses",
+    "goal_calls",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -89,6 +90,8 @@ _NOT_WANTED = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
 _MUST_USE = re.compile(r"\b(?:must|should|has to|needs to)\s+(?:use|call|import)\s+([A-Za-z_]\w*)")
+_CALL_IT = re.compile(r"\b(?:call|calls|use|uses)\s+(it|them|[A-Za-z_]\w*)\b")
+_EVERY = re.compile(r"\b(?:both|all|each|every)\b", re.IGNORECASE)
 _SORTED = re.compile(r"\b(?:sorted|ordered)\s+by\s+(?:the\s+)?[\"'`]?([A-Za-z_]\w*)[\"'`]?")
 _DESCENDING = re.compile(
     r"[\s,;(]*(?:in\s+)?(?:descending|decreasing|reverse|(?:highest|largest|biggest|most|"
@@ -235,13 +238,15 @@ def _module_floor(
         return {"kind": "syntax"} | ({"uses": uses} if uses else {})  # parse, nothing runs
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
+    calls = goal_calls(goal, given)
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
-        return examples_check(kept, [], given=given, keep=keep)
+        return examples_check(kept, [], given=given, keep=keep, calls=calls)
     examples = goal_examples(goal)
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))
-    return examples_check(names, examples, smoke=goal_smoke_calls(goal), given=given, keep=keep)
+    smoke = goal_smoke_calls(goal)
+    return examples_check(names, examples, smoke=smoke, given=given, keep=keep, calls=calls)
 
 
 def _is_module(path: str) -> bool:
@@ -492,6 +497,30 @@ def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:
             part = goal[end : heads[n + 1][0] if n + 1 < len(heads) else len(goal)]
             names += [m.group(1) for m in _MUST_USE.finditer(part)]
     return list(dict.fromkeys(names))
+
+
+def goal_calls(goal: str, given: str) -> list[tuple[str, str]]:
+    """``(caller, callee)`` pairs a refactor of ``given`` (the user's module) asks for: a
+    sentence naming a new function (``discounted_total(...)``, not defined in ``given``) that
+    says to call or use it; the callers are the given module's functions that sentence names,
+    or, when it says "both", "all" or "each" and names none, those the goal names elsewhere.
+    A refactor that kept the old bodies passed every behaviour check and did not do it."""
+    defined = set(public_names(given))
+    new = [f for f in goal_functions(goal) if f not in defined]
+    if not defined or not new:
+        return []
+    named_anywhere = [n for n in public_names(given) if re.search(rf"\b{n}\b", goal)]
+    pairs: list[tuple[str, str]] = []
+    for sentence in _SENTENCE_END.split(goal):
+        for callee in (f for f in new if re.search(rf"\b{f}\b", sentence)):
+            said = [m.group(1) for m in _CALL_IT.finditer(sentence)]
+            if not any(w in ("it", "them", callee) for w in said):
+                continue
+            callers = [n for n in named_anywhere if re.search(rf"\b{n}\b", sentence)]
+            if not callers and _EVERY.search(sentence):
+                callers = named_anywhere
+            pairs += [(c, callee) for c in callers if c != callee]
+    return list(dict.fromkeys(pairs))
 
 
 def goal_sort_orders(goal: str) -> list[tuple[str, bool]]:

@@ -116,6 +116,13 @@ def test_a_step_limit_below_the_files_leaves_it_to_the_model():
         ("Check with me before you write", True),
         ("the task asks for a report", False),
         ("the user asked for roman.py", False),
+        ("Write a.py. First ask the user for the port, then write b.py", True),
+        ("Write a.py, and then ask the operator which port", True),
+        ("You must ask the user which region", True),
+        ("Write cli.py, a prompt that should ask the user for a name", False),
+        ("Write cli.py with a function to ask the user for a name", False),
+        ("Write a.py; do not ask the user anything", False),
+        ("The program must ask the user for a name", False),
     ],
 )
 def test_asks_human(goal, asks):

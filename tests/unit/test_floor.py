@@ -9,11 +9,13 @@ import pytest
 from agent.checks import check_kinds, validate_check_spec
 from agent.checks.examples import shown_check
 from agent.plan.floor import (
+    goal_calls,
     goal_examples,
     goal_functions,
     goal_json_keys,
     goal_smoke_calls,
     raise_to_floor,
+    stated_floor,
     without_floor,
 )
 from agent.plan.steps import Step
@@ -344,3 +346,62 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
     )
     assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"]}
     assert b.done_when["checks"][1] == {"kind": "syntax", "uses": ["f"]}
+
+
+PRICING = (
+    "def book_price(p, q, m):\n    return p * q\n\n\n"
+    "def music_price(p, q, m):\n    return p * q * 1.2\n\n\n"
+    "def tax(p):\n    return p * 0.2\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("goal", "pairs"),
+    [
+        (
+            "Refactor pricing.py: book_price and music_price repeat the discount. Move it into "
+            "one function discounted_total(price, quantity, member) and make both functions "
+            "call it.",
+            [("book_price", "discounted_total"), ("music_price", "discounted_total")],
+        ),
+        (
+            "Add a helper base(p, q) to pricing.py and use it in book_price; keep tax as it is.",
+            [("book_price", "base")],
+        ),
+        ("Make book_price call base(p, q), a new helper.", [("book_price", "base")]),
+        # no new function, or nothing said about calling it: no pair
+        ("Fix music_price in pricing.py: make it call tax.", []),
+        ("Add a function total(p) to pricing.py.", []),
+    ],
+)
+def test_a_refactor_s_new_function_must_be_called_where_the_goal_says(goal, pairs):
+    assert goal_calls(goal, PRICING) == pairs
+    assert goal_calls(goal, "") == []  # no user's module: nothing to refactor
+
+
+def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour(tmp_path):
+    from agent.checks import run_check
+
+    goal = (
+        "Refactor pricing.py: move the shared product into one function base(p, q) and make "
+        "both book_price and music_price call it. Behaviour must not change."
+    )
+    step = Step(
+        step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
+    )
+    spec = stated_floor(step, [step], goal, kept={"pricing.py": PRICING})
+    assert spec is not None and spec["stated"]["calls"] == [
+        "book_price calls base",
+        "music_price calls base",
+    ]
+    kept_bodies = PRICING + "\n\ndef base(p, q):\n    return p * q\n"
+    report = run_check(spec, {"pricing.py": kept_bodies}, "pricing.py")
+    assert not report["passed"] and "music_price() does not call base()" in report["evidence"]
+    assert "book_price() does not call base()" in report["evidence"]
+    done = (
+        "def base(p, q):\n    return p * q\n\n\n"
+        "def book_price(p, q, m):\n    return base(p, q)\n\n\n"
+        "def music_price(p, q, m):\n    return base(p, q) * 1.2\n\n\n"
+        "def tax(p):\n    return p * 0.2\n"
+    )
+    assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]

@@ -64,3 +64,21 @@ def test_a_module_defining_its_own_copy_of_the_name_does_not_use_the_sibling_s()
     own = "def split_words(t):\n    return t.split()\n\n"
     own += "def count(t):\n    return len(split_words(t))\n"
     assert not run_check(spec, {"c.py": own}, "c.py")["passed"]
+
+
+def test_a_python_check_s_calls_are_read_from_the_artifact_s_source_on_the_host():
+    from agent.checks import validate_check_spec
+
+    spec = {"kind": "python", "code": "assert f(1) == 2", "calls": [["f", "g"]]}
+    assert validate_check_spec(spec) == []
+    for bad in ([["f"]], [["f", "not a name"]], "f calls g", [[1, 2]]):
+        assert validate_check_spec({**spec, "calls": bad})
+    # the check code cannot see the artifact's code (only through the bridge): the host can
+    kept = "def f(x):\n    return x + 1  # g(x) is not a call\n\n\ndef g(x):\n    return x + 1\n"
+    report = run_check(spec, {"a.py": kept}, "a.py")
+    assert not report["passed"] and "f() does not call g()" in report["evidence"]
+    called = "def f(x):\n    return g(x)\n\n\ndef g(x):\n    return x + 1\n"
+    assert run_check(spec, {"a.py": called}, "a.py")["passed"]
+    wrong = called.replace("return x + 1", "return x")
+    report = run_check(spec, {"a.py": wrong}, "a.py")  # calls g, but the code's assert fails
+    assert not report["passed"] and "does not call" not in report["evidence"]

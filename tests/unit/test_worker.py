@@ -543,3 +543,74 @@ def test_a_revision_asked_again_is_told_its_answer_repeated_a_failed_draft():
         tooled = task_messages(step_, goal="g", system_prompt="s", inputs=[], feedback=fb)
         for messages in (direct, tooled):
             assert (note in messages[-1].content) is repeated
+
+
+STATS = (
+    "def mean(v):\n    return sum(v) / len(v)\n\n\n"
+    "def median(v):\n    s = sorted(v)\n    m = len(s) // 2\n"
+    "    return (s[m] + s[m + 1]) / 2 if len(s) % 2 == 0 else s[m]\n"
+)
+MEDIAN_FIXED = (
+    "def median(v):\n    s = sorted(v)\n    m = len(s) // 2\n"
+    "    return (s[m - 1] + s[m]) / 2 if len(s) % 2 == 0 else s[m]\n"
+)
+FIX_STEP = {
+    **STEP,
+    "instructions": "Fix median in stats.py.",
+    "expected_output": "stats.py",
+    "done_when": {
+        "kind": "python",
+        "code": (
+            "got = median([1, 2, 3, 4])\nassert got == 2.5, f'median([1, 2, 3, 4]) returned {got}'"
+        ),
+    },
+}
+
+
+def test_a_revision_of_the_user_s_file_is_asked_for_the_failing_function_only():
+    # the 1.5B sent the whole given stats.py back on every revision; asked for median alone,
+    # it fixed the index, and the rest of the file is kept as it was
+    echo = f"```python\n{STATS}```"
+    w, model = worker(
+        [echo, f"Fixed:\n```python\n{MEDIAN_FIXED}```"],
+        step=FIX_STEP,
+        inputs={"stats.py": STATS},
+        tool_calling="text",
+    )
+    run = execute(w)
+    assert run.files["stats.py"]["status"] == "done"
+    assert run.files["stats.py"]["content"] == STATS.replace("s[m] + s[m + 1]", "s[m - 1] + s[m]")
+    values = prompt_values("subagent_focused_revision", str(model.calls[1][-1].content))
+    assert values is not None and "median" in values["names"] and "mean" not in values["names"]
+    assert values["current"].startswith("def median(v):") and "def mean" not in values["current"]
+    assert "returned 3.5" in values["issues"]
+    assert any(e["action"] == "focus" and e["ok"] for e in run.trajectory)
+
+
+def test_a_focused_reply_without_a_function_falls_back_to_the_whole_file():
+    echo = f"```python\n{STATS}```"
+    whole = STATS.replace("s[m] + s[m + 1]", "s[m - 1] + s[m]")
+    w, model = worker(
+        [echo, "I would change the index.", f"```python\n{whole}```"],
+        step=FIX_STEP,
+        inputs={"stats.py": STATS},
+        tool_calling="text",
+    )
+    run = execute(w)
+    assert run.files["stats.py"]["status"] == "done" and run.files["stats.py"]["content"] == whole
+    assert prompt_values("subagent_direct_revision", str(model.calls[2][-1].content))
+    assert any(e["action"] == "focus" and not e["ok"] for e in run.trajectory)
+
+
+def test_a_new_file_is_revised_whole_even_when_its_evidence_names_a_function():
+    w, model = worker(
+        [
+            f"```python\n{STATS}```",
+            f"```python\n{STATS.replace('s[m] + s[m + 1]', 's[m - 1] + s[m]')}```",
+        ],
+        step=FIX_STEP,
+        tool_calling="text",
+    )
+    run = execute(w)
+    assert run.files["stats.py"]["status"] == "done"
+    assert prompt_values("subagent_direct_revision", str(model.calls[1][-1].content))
