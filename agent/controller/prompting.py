@@ -131,7 +131,7 @@ def focused_messages(
     call; the reply's functions are spliced into the file by code."""
     path = str(step["expected_output"])
     values = _direct_values(step, goal, {})
-    names = " and ".join(f"the function {n}" for n in focus.names)
+    names = ("functions " if len(focus.names) > 1 else "function ") + " and ".join(focus.names)
     given = render("subagent_focused_given", content=focus.given) if focus.given else ""
     helpers = (
         render("subagent_focused_helpers", expected_output=path, content=focus.helpers)
