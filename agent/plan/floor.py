@@ -16,8 +16,11 @@ alone: :func:`without_floor`):
   calls only when the goal names this file as its one module, and the floor at all only
   when every other module the plan writes is one the step depends on (a module imports its
   siblings when it runs); else the module must parse (``syntax``: on the 1.5B a
-  ``textkit/words.py`` with a ``SyntaxError`` passed ``non_empty``). Test files are left to
-  the check that runs them;
+  ``textkit/words.py`` with a ``SyntaxError`` passed ``non_empty``). The step that runs
+  after every module of a package imports each of them as a user would (two modules that
+  imported each other at the top each parsed, and the package did not import). A refactor's
+  new function must be called by the functions the goal says call it (``calls``: old bodies
+  kept the behaviour and did not refactor). Test files are left to the check that runs them;
 - a ``.py`` of the user's that a step rewrites keeps defining its public functions and
   classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
   and the functions the goal says to keep as they are end as they did in the given file
@@ -127,9 +130,15 @@ def raise_to_floor(
             out.append(step)
             continue
         own = _parts(step.done_when)
-        parts = [{"kind": "non_empty"}, floor]
+        floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
+        parts = [{"kind": "non_empty"}, *floors]
         parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in PRESENCE)]
-        raised = {"kind": "all", "checks": parts, "floor": True}
+        # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
+        raised = {
+            "kind": "all",
+            "checks": parts,
+            "floor": True if len(floors) == 1 else len(floors),
+        }
         out.append(step.model_copy(update={"done_when": raised}))
     return out
 
@@ -139,7 +148,7 @@ def without_floor(spec: Any) -> Any:
     is shown, since the floor is raised again on its answer."""
     if not _raised(spec):
         return spec
-    own = list(spec.get("checks") or [])[2:]
+    own = list(spec.get("checks") or [])[1 + int(spec["floor"]) :]
     if not own:
         return {"kind": "non_empty"}
     return own[0] if len(own) == 1 else {"kind": "all", "checks": own}
@@ -241,12 +250,33 @@ def _module_floor(
     calls = goal_calls(goal, given)
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
-        return examples_check(kept, [], given=given, keep=keep, calls=calls)
+        spec = examples_check(kept, [], given=given, keep=keep, calls=calls)
+        if imports := _package_imports(steps):
+            code = "".join(f"import {m}\n" for m in imports)
+            return {"kind": "all", "checks": [spec, {"kind": "python", "code": code}]}
+        return spec
     examples = goal_examples(goal)
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))
     smoke = goal_smoke_calls(goal)
     return examples_check(names, examples, smoke=smoke, given=given, keep=keep, calls=calls)
+
+
+def _package_imports(steps: list[Step]) -> list[str]:
+    """The plan's modules as the names they are imported by, when two or more of them form
+    a package: the step that runs after all of them imports each, as a user would. On the
+    1.5B, ``textkit/words.py`` and ``textkit/count.py`` imported each other at the top,
+    each passed its ``syntax`` check, and the package failed to import (a false success)."""
+    names = []
+    for s in steps:
+        parts = posixpath.splitext(s.expected_output)[0].split("/")
+        if not _is_module(s.expected_output) or is_test_file(s.expected_output):
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if len(parts) > 1 and all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+            names.append(".".join(parts))
+    return list(dict.fromkeys(names)) if len(names) >= 2 else []
 
 
 def _is_module(path: str) -> bool:

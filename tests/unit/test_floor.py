@@ -4,6 +4,8 @@ tests/integration/test_floor_checks.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agent.checks import check_kinds, validate_check_spec
@@ -405,3 +407,50 @@ def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour(tmp_path)
         "def tax(p):\n    return p * 0.2\n"
     )
     assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]
+
+
+PACKAGE_GOAL = (
+    "Write a package textkit of two modules. textkit/words.py: split_words(text) returns the "
+    "words of text. textkit/count.py: word_lengths(text) must use split_words from "
+    "textkit/words.py. Also write textkit/__init__.py."
+)
+CIRCULAR = {
+    "textkit/__init__.py": "# textkit\n",
+    "textkit/words.py": "from textkit.count import word_lengths\n\n\ndef split_words(t):\n"
+    "    return t.split()\n",
+    "textkit/count.py": "from textkit.words import split_words\n\n\ndef word_lengths(t):\n"
+    "    return {w: len(w) for w in split_words(t)}\n",
+}
+
+
+def test_the_step_after_every_module_of_a_package_imports_each_of_them():
+    from agent.checks import run_check
+
+    steps = [
+        Step(step_id="S1", action="coder", instructions="w", expected_output="textkit/words.py"),
+        Step(
+            step_id="S2",
+            action="coder",
+            instructions="c",
+            expected_output="textkit/count.py",
+            depends_on=["S1"],
+        ),
+        Step(
+            step_id="S3",
+            action="coder",
+            instructions="i",
+            expected_output="textkit/__init__.py",
+            depends_on=["S1", "S2"],
+        ),
+    ]
+    raised = raise_to_floor(steps, PACKAGE_GOAL)
+    assert all("syntax" in set(check_kinds(s.done_when)) for s in raised[:2])
+    last = raised[2].done_when
+    # each module parses alone; the package imported as a user would is the proof
+    report = run_check(last, CIRCULAR, "textkit/__init__.py")
+    assert not report["passed"] and "circular import" in report["evidence"]
+    fixed = dict(CIRCULAR)
+    fixed["textkit/words.py"] = "def split_words(t):\n    return t.split()\n"
+    assert run_check(last, fixed, "textkit/__init__.py")["passed"]
+    alone = raise_to_floor([steps[0]], "Write textkit/words.py with split_words(text).")
+    assert "import textkit" not in json.dumps(alone[0].done_when)
