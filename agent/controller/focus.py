@@ -108,6 +108,8 @@ def splice(draft: str, reply: str) -> str | None:
     for name, node in theirs.items():
         if name not in mine:
             text += "\n\n" + _segment(reply, node)
+    if _functions(text) is None:  # never hand back a module that no longer parses
+        return None
     return _with_imports(text, reply)
 
 
