@@ -84,11 +84,11 @@ def _deepreflect_plain(value, depth=0):
 
 
 def _deepreflect_equal(was, now):
+    """Equal as a caller comparing with ``==`` sees it (``nan`` equal to itself): a
+    refactor returning ``10.799999999999999`` for ``10.8`` changed what the call returns."""
     if type(was) is float or type(now) is float:
         try:
-            return (
-                was == now or repr(was) == repr(now) or abs(was - now) <= 1e-9 * max(1.0, abs(was))
-            )
+            return was == now or repr(was) == repr(now)
         except Exception:
             return False
     return was == now

@@ -295,3 +295,40 @@ def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
     }
     steps, errors = parse_plan(plan, actions={"coder"}, max_steps=5)
     assert steps is None and any("checks[0]" in e and "test_a.py" in e for e in errors)
+
+
+def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
+    # what the 1.5B wrote for refactor at 2228483: music_price returns the unrounded
+    # discounted_total(...) * 1.2, 10.799999999999999 where the given file returned 10.8
+    given = (GOALS / "refactor" / "given" / "pricing.py").read_text()
+    steps, errors = parse_plan(
+        {"steps": [step("S1", "pricing.py", action="coder")]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal("refactor"),
+        files=["pricing.py"],
+        kept={"pricing.py": given},
+    )
+    assert errors == []
+    spec = steps[0].done_when
+    shared = (
+        "def discounted_total(price, quantity, member):\n    total = price * quantity\n"
+        "    if member:\n        total = total - total * 0.10\n"
+        "    if total > 100:\n        total = total - 5\n    return total\n\n\n"
+        "def book_price(price, quantity, member):\n"
+        "    return round(discounted_total(price, quantity, member), 2)\n\n\n"
+    )
+    drifted = shared + (
+        "def music_price(price, quantity, member):\n"
+        "    return round(discounted_total(price, quantity, member), 2) * 1.2\n"
+    )
+    failed = run_check(spec, {"pricing.py": drifted}, "pricing.py")
+    assert not failed["passed"] and "in the given file it returned" in failed["evidence"]
+    old_body = given + "\n\ndef discounted_total(price, quantity, member):\n    return 0.0\n"
+    failed = run_check(spec, {"pricing.py": old_body}, "pricing.py")
+    assert not failed["passed"] and "does not call discounted_total()" in failed["evidence"]
+    done = shared + (
+        "def music_price(price, quantity, member):\n"
+        "    return round(discounted_total(price, quantity, member) * 1.2, 2)\n"
+    )
+    assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]
