@@ -95,7 +95,7 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     schema = spec["schema"]
     cls = jsonschema.validators.extend(
         jsonschema.validators.validator_for(schema),
-        {SORTED_BY: _sorted_by, HAS_KEYS: _has_keys},
+        {SORTED_BY: _sorted_by, HAS_KEYS: _has_keys, VALUES_OF: _values_of},
     )
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     errors = list(validator.iter_errors(instance))
@@ -119,6 +119,48 @@ HAS_KEYS = "x-hasKeys"
 floor adds the keys the goal spells inside its objects: on the 1.5B an ``inventory.json``
 whose items had ``quantity`` and ``unit_price`` for the goal's ``qty`` and ``price`` passed a
 schema of the top-level keys."""
+
+
+VALUES_OF = "x-valuesOf"
+"""A keyword of our own: ``{"out_of_stock": "sku"}``, the list under that key holds values
+the document's objects have under ``sku`` (plain values, not the objects). The floor adds it
+when the goal says ``"out_of_stock": the list of skus``: on the 1.5B the program put the
+whole out-of-stock items there, and the schema of the keys passed it."""
+
+
+def _values_of(validator: Any, wanted: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+    objects = [instance] if isinstance(instance, dict) else instance
+    pairs = wanted.items() if isinstance(wanted, Mapping) else []
+    for owner in (o for o in objects if isinstance(o, dict)) if isinstance(objects, list) else ():
+        for name, key in pairs:
+            if name not in owner or not isinstance(key, str):
+                continue
+            allowed = list(_values_under(owner, key))
+            value = owner[name]
+            if not isinstance(value, list):
+                why = f"$.{name} is {json.dumps(value)[:80]}, not a list of {key!r} values"
+                yield jsonschema.exceptions.ValidationError(why)
+                continue
+            for n, item in enumerate(value):
+                if isinstance(item, dict | list) or item not in allowed:
+                    shown = json.dumps(item)[:80]
+                    yield jsonschema.exceptions.ValidationError(
+                        f"$.{name}[{n}] is {shown}, not one of the document's {key!r} values "
+                        f"(the goal asks for the list of {key}s)"
+                    )
+                    break
+
+
+def _values_under(value: Any, key: str) -> Any:
+    """Every plain value any object in ``value`` holds under ``key``."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name == key and not isinstance(item, dict | list):
+                yield item
+            yield from _values_under(item, key)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _values_under(item, key)
 
 
 def _has_keys(validator: Any, keys: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
@@ -153,7 +195,8 @@ def _sorted_by(validator: Any, orders: Any, instance: Any, schema: Mapping[str, 
                 wanted = ", ".join(json.dumps(v) for v in sorted(values, reverse=descending)[:8])
                 yield jsonschema.exceptions.ValidationError(
                     f"{where} is not sorted by {key!r} ({way}): {shown}; "
-                    f"sorted, its {key!r} values would be {wanted}"
+                    f"sorted, its {key!r} values would be {wanted}: sort that list by its "
+                    f"{key!r} before writing it"
                 )
 
 

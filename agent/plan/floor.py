@@ -27,8 +27,9 @@ alone: :func:`without_floor`):
   (:mod:`agent.plan.kept`);
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` and keeps
   its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``), and has the keys
-  the goal spells inside its objects somewhere (``"sku":``, ``x-hasKeys``) when the goal
-  names this file as its one JSON file;
+  the goal spells inside its objects somewhere (``"sku":``, ``x-hasKeys``), and a list the
+  goal says holds one key's values holds them (``"out_of_stock": the list of skus``,
+  ``x-valuesOf``) when the goal names this file as its one JSON file;
 - a ``.sql`` runs on the database the goal names (or the one declared);
 - a document the goal names (``report.md``) whose goal asks it to cite sources cites at
   least as many as the goal says, each from the step's tool results (``citations``): on the
@@ -54,7 +55,7 @@ from typing import Any
 from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.checks.text import HAS_KEYS, SORTED_BY
+from agent.checks.text import HAS_KEYS, SORTED_BY, VALUES_OF
 from agent.plan.kept import comparable, kept_functions, probe_calls, public_names
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
@@ -69,6 +70,7 @@ __all__ = [
     "goal_smoke_calls",
     "goal_sort_orders",
     "goal_uses",
+    "goal_value_lists",
     "goal_calls",
     "raise_to_floor",
     "stated_floor",
@@ -182,6 +184,8 @@ def floor_check(
             schema[SORTED_BY] = [{"key": k, "descending": d} for k, d in orders]
         if one and (inner := goal_nested_json_keys(goal)):
             schema[HAS_KEYS] = inner
+        if one and (lists := goal_value_lists(goal)):
+            schema[VALUES_OF] = lists
         return {"kind": "json_schema", "schema": schema}
     if suffix in _DOCUMENTS:
         return citations_floor(path, goal, asked)
@@ -510,6 +514,19 @@ def _json_keys(goal: str, *, nested: bool) -> list[str]:
         return []
     top = min(d for _, d in depth_at)
     return list(dict.fromkeys(k for k, d in depth_at if (d > top) is nested))
+
+
+_LIST_OF = re.compile(
+    r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:\s*(?:the|a|an)?\s*(?:list|array)\s+of\s+(?:the\s+)?"
+    r"([A-Za-z_]\w*?)s\b"
+)
+
+
+def goal_value_lists(goal: str) -> dict[str, str]:
+    """The lists the goal says hold one key's values (``"out_of_stock": the list of skus``,
+    when ``"sku":`` is a key the goal spells): ``{"out_of_stock": "sku"}``."""
+    keys = set(goal_nested_json_keys(goal)) | set(goal_json_keys(goal))
+    return {m.group(1): m.group(2) for m in _LIST_OF.finditer(goal) if m.group(2) in keys}
 
 
 def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:

@@ -82,3 +82,29 @@ def test_the_keys_the_goal_spells_inside_its_objects_must_be_somewhere_in_the_do
     assert not report["passed"] and '"qty"' in report["evidence"]
     right = {"items": [{"sku": "A", "qty": 1}], "total": 1}
     assert run_check(spec, {"a.json": json.dumps(right)}, "a.json")["passed"]
+
+
+INVENTORY_GOAL = (
+    'Write inventory.json: "items": a list of {"sku": string, "qty": integer}; '
+    '"out_of_stock": the list of skus whose qty is 0; "notes": a list of strings.'
+)
+
+
+def test_a_list_the_goal_says_holds_one_key_s_values_is_judged_on_them():
+    from agent.plan.floor import goal_value_lists
+
+    assert goal_value_lists(INVENTORY_GOAL) == {"out_of_stock": "sku"}
+    assert goal_value_lists('"notes": the list of remarks') == {}  # no such key spelled
+    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
+    spec = floor_check(step, [step], INVENTORY_GOAL)
+    assert spec is not None and spec["schema"]["x-valuesOf"] == {"out_of_stock": "sku"}
+    items = [{"sku": "A", "qty": 0}, {"sku": "B", "qty": 2}]
+    ok = {"items": items, "out_of_stock": ["A"], "notes": []}
+    assert run_check(spec, {"inventory.json": json.dumps(ok)}, "inventory.json")["passed"]
+    for bad, shown in (
+        ({**ok, "out_of_stock": [items[0]]}, "out_of_stock[0]"),  # the item, not its sku
+        ({**ok, "out_of_stock": ["Z"]}, "out_of_stock[0]"),  # no item has that sku
+        ({**ok, "out_of_stock": "A"}, "not a list"),
+    ):
+        report = run_check(spec, {"inventory.json": json.dumps(bad)}, "inventory.json")
+        assert not report["passed"] and shown in report["evidence"]
