@@ -445,7 +445,10 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
             tree = ast.parse(text, filename=path)
             if missing := [u for u in uses if u not in _referenced(tree)]:
                 shown = ", ".join(missing)
+                bare = [u for u in missing if u in _names_in(tree)]
                 why = f"{path} parses but does not use {shown} (no call, import or reference)"
+                if bare:  # called, but never imported: a NameError once it runs
+                    why = f"{path} calls {', '.join(bare)} but never imports it (a NameError)"
                 return make_report("syntax", False, 0.0, why[:400])
         elif uses:
             return make_report("syntax", False, 0.0, f"'uses' is for Python modules, not {path}")
@@ -464,15 +467,17 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
 
 
 def _referenced(tree: ast.Module) -> set[str]:
-    """The names a module's code refers to: names, attributes and what it imports (never
-    its comments or strings), less what it defines itself: a ``count.py`` with its own
-    ``split_words`` does not use the sibling's (the 1.5B wrote one)."""
+    """The names a module's code takes from elsewhere: what it imports and the attributes it
+    reads (``textkit.count.word_lengths``), never its comments or strings, less what it
+    defines itself: a ``count.py`` with its own ``split_words`` does not use the sibling's,
+    and one calling ``split_words`` without importing it fails with a ``NameError`` (the 1.5B
+    wrote both)."""
     own = {
         node.name
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     }
-    names = _names_in(tree)
+    names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom | ast.Import):
             names.update(a.name.rsplit(".", 1)[-1] for a in node.names)

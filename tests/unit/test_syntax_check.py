@@ -82,3 +82,19 @@ def test_a_python_check_s_calls_are_read_from_the_artifact_s_source_on_the_host(
     wrong = called.replace("return x + 1", "return x")
     report = run_check(spec, {"a.py": wrong}, "a.py")  # calls g, but the code's assert fails
     assert not report["passed"] and "does not call" not in report["evidence"]
+
+
+def test_a_name_called_but_never_imported_is_not_used_but_a_name_error():
+    # what the 1.5B wrote for textkit/count.py at cf0a66c: split_words called, not imported
+    spec = {"kind": "syntax", "uses": ["split_words"]}
+    bare = "def word_lengths(text):\n    return {w: len(w) for w in split_words(text)}\n"
+    report = run_check(spec, {"count.py": bare}, "count.py")
+    assert not report["passed"] and "never imports" in report["evidence"]
+    for used in (
+        "from textkit.words import split_words\n\n\n" + bare,
+        "def word_lengths(text):\n    from textkit.words import split_words as s\n"
+        "    return {w: len(w) for w in s(text)}\n",
+        "import textkit.words\n\n\ndef word_lengths(text):\n"
+        "    return {w: len(w) for w in textkit.words.split_words(text)}\n",
+    ):
+        assert run_check(spec, {"count.py": used}, "count.py")["passed"]
