@@ -39,7 +39,7 @@ def _functions(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     """The module's top-level functions by name, or None when it does not parse."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # a hostile reply too
         return None
     return {
         node.name: node

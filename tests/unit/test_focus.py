@@ -102,3 +102,8 @@ def test_a_reply_without_a_function_or_that_does_not_parse_is_no_splice():
     assert splice(GIVEN, "median = None\n") is None
     assert splice(GIVEN, "def median(values:\n") is None
     assert splice("def broken(:\n", FIXED) is None
+
+
+def test_a_hostile_reply_nested_beyond_the_parser_is_no_splice():
+    assert splice(GIVEN, "def median(v):\n    return " + "(" * 200_000 + ")" * 200_000) is None
+    assert splice(GIVEN, "def median(v):\n    return " + "-" * 200_000 + "1\n") is None
