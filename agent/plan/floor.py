@@ -5,7 +5,8 @@ A small planner proves "done" with ``exists`` or ``non_empty``, and a wrong arti
 ends the run ``success``: a ``stats.py`` whose median is still wrong, a ``roman.py`` without
 ``to_roman``, an ``inventory.json`` without the keys the goal asked for. When a step's check
 uses only kinds that do not run or parse the artifact (presence, text patterns, a rubric),
-the check becomes an ``all`` of ``non_empty``, the floor its artifact's kind allows, then
+the check becomes an ``all`` of ``non_empty`` (``exists`` for a package's ``__init__.py``,
+which may be empty), the floor its artifact's kind allows, then
 the planner's own check (marked ``"floor": true``, so a replan is shown the planner's check
 alone: :func:`without_floor`):
 
@@ -133,7 +134,7 @@ def raise_to_floor(
             continue
         own = _parts(step.done_when)
         floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
-        parts = [{"kind": "non_empty"}, *floors]
+        parts = [_presence(step.expected_output), *floors]
         parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in PRESENCE)]
         # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
         raised = {
@@ -143,6 +144,13 @@ def raise_to_floor(
         }
         out.append(step.model_copy(update={"done_when": raised}))
     return out
+
+
+def _presence(path: str) -> dict[str, str]:
+    """The presence part of a raised check: a package's ``__init__.py`` may be empty (the
+    goal often says so), every other artifact must hold something."""
+    empty_allowed = posixpath.basename(path) == "__init__.py"
+    return {"kind": "exists" if empty_allowed else "non_empty"}
 
 
 def without_floor(spec: Any) -> Any:

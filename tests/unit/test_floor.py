@@ -452,5 +452,9 @@ def test_the_step_after_every_module_of_a_package_imports_each_of_them():
     fixed = dict(CIRCULAR)
     fixed["textkit/words.py"] = "def split_words(t):\n    return t.split()\n"
     assert run_check(last, fixed, "textkit/__init__.py")["passed"]
+    # a package's __init__.py may be empty; it must still exist
+    assert run_check(last, {**fixed, "textkit/__init__.py": ""}, "textkit/__init__.py")["passed"]
+    missing = {k: v for k, v in fixed.items() if k != "textkit/__init__.py"}
+    assert not run_check(last, missing, "textkit/__init__.py")["passed"]
     alone = raise_to_floor([steps[0]], "Write textkit/words.py with split_words(text).")
     assert "import textkit" not in json.dumps(alone[0].done_when)
