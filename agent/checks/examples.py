@@ -15,6 +15,7 @@ _PROGRAM = Path(__file__).with_name("examples_program.py")
 _HEAD = (
     "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
     'SMOKE: list[tuple[str, str]] = []\nGIVEN: str = ""\nKEEP: list[str] = []\n'
+    "SHARED: list[tuple[str, str]] = []\n"
 )
 
 
@@ -26,6 +27,7 @@ def examples_check(
     given: str = "",
     keep: Sequence[str] = (),
     calls: Sequence[tuple[str, str]] = (),
+    shared: Sequence[tuple[str, str]] = (),
     stated: bool = True,
 ) -> dict[str, Any]:
     """A ``python`` check: every name in ``names`` is callable in the artifact, then every
@@ -34,7 +36,10 @@ def examples_check(
     ``smoke`` raises no error of broken code and returns the type named (any, when
     ``returns`` is empty), then every call in ``keep`` ends as it does in ``given`` (the
     source of the module the user gave: the same exception, or an equal plain value), and
-    every ``(caller, callee)`` in ``calls`` holds: ``caller``'s code refers to ``callee``.
+    every ``(caller, callee)`` in ``calls`` holds: ``caller``'s code refers to ``callee``;
+    every ``(call, source)`` in ``shared`` returns, up to float rounding, what it returns in
+    ``given`` (which defines the new function as the code ``source`` names: a refactor's
+    shared part, :func:`agent.plan.kept.shared_code`).
     ``stated`` keeps what is asserted beside the code, so a prompt
     can show it instead of the program (:func:`shown_check`)."""
     program = _PROGRAM.read_text(encoding="utf-8")
@@ -43,9 +48,11 @@ def examples_check(
     smokes = [(str(c), str(r)) for c, r in smoke]
     callers = [(str(a), str(b)) for a, b in calls]
     probes = [str(c) for c in keep] if given else []
+    moved = [(str(c), str(w)) for c, w in shared] if given else []
     head = (
         f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {smokes!r}\n"
-        f"GIVEN = {given if probes else ''!r}\nKEEP = {probes!r}\n"
+        f"GIVEN = {given if probes or moved else ''!r}\nKEEP = {probes!r}\n"
+        f"SHARED = {moved!r}\n"
     )
     spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
     if callers:
@@ -56,6 +63,8 @@ def examples_check(
             spec["stated"]["runs_without_error"] = [f"{c} -> {r}" if r else c for c, r in smokes]
         if probes:
             spec["stated"]["ends_as_in_the_given_file"] = probes
+        if moved:
+            spec["stated"]["returns_as_the_shared_code"] = [f"{c}: as {w}" for c, w in moved]
         if callers:
             spec["stated"]["calls"] = [f"{a} calls {b}" for a, b in callers]
     return spec

@@ -10,7 +10,9 @@ parameters' stated types) must neither raise an error that means the code is bro
 check's process: it is not the artifact's code): the same exception, or an equal plain
 value. All failures are quoted at once. A smoke call that raises anything else
 (``ValueError``) passes: the goal may refuse that value. A ``KEEP`` call whose result in
-``GIVEN`` differs between two calls (time, randomness) is not compared.
+``GIVEN`` differs between two calls (time, randomness) is not compared. Every ``SHARED``
+call, of a function a refactor moves shared code into (``GIVEN`` defines it as that code),
+returns what it returns in ``GIVEN``, a float up to rounding (the code may be rearranged).
 """
 
 NAMES: list[str] = []
@@ -18,6 +20,7 @@ EXAMPLES: list[tuple[str, str]] = []
 SMOKE: list[tuple[str, str]] = []
 GIVEN: str = ""
 KEEP: list[str] = []
+SHARED: list[tuple[str, str]] = []
 
 _deepreflect_failed: list[str] = []
 for _name in NAMES:
@@ -99,12 +102,19 @@ def _deepreflect_shown(outcome):
     return f"raised {value}" if how == "raises" else f"returned {value!r}"
 
 
-if KEEP and not _deepreflect_failed:
-    _deepreflect_given = {"__name__": "__given__", "__builtins__": __builtins__}
+def _deepreflect_reference():
+    """The module the user gave, run here; None when it does not run (nothing to compare)."""
+    namespace = {"__name__": "__given__", "__builtins__": __builtins__}
     try:
-        exec(compile(GIVEN, "given", "exec"), _deepreflect_given)
+        exec(compile(GIVEN, "given", "exec"), namespace)
     except BaseException:
-        KEEP = []  # the given module does not run here: nothing to compare with
+        return None
+    return namespace
+
+
+_deepreflect_compare = (KEEP or SHARED) and not _deepreflect_failed
+_deepreflect_given = _deepreflect_reference() if _deepreflect_compare else None
+if _deepreflect_given is not None:
     for _call in KEEP:
         _was = _deepreflect_outcome(_call, _deepreflect_given)
         _again = _deepreflect_outcome(_call, _deepreflect_given)
@@ -122,5 +132,30 @@ if KEEP and not _deepreflect_failed:
             _deepreflect_failed.append(
                 f"{_call} {_deepreflect_shown(_now)}; in the given file it "
                 f"{_deepreflect_shown(_was)} (the goal says to keep it as it is)"
+            )
+
+
+def _deepreflect_close(was, now):
+    """Equal, numbers up to float rounding: moved code may compute in another order."""
+    numbers = (int, float)
+    if type(was) in numbers and type(now) in numbers and float in (type(was), type(now)):
+        return abs(was - now) <= 1e-9 * max(1.0, abs(was), abs(now))
+    return _deepreflect_equal(was, now)
+
+
+if _deepreflect_given is not None:
+    for _call, _source in SHARED:
+        _was = _deepreflect_outcome(_call, _deepreflect_given)
+        _now = _deepreflect_outcome(_call, globals())
+        if _was[0] == "raises":
+            _same = _now[0] == "raises" and _now[1] == _was[1]
+        else:
+            _same = _now[0] == "returns" and (
+                not _deepreflect_plain(_was[1]) or _deepreflect_close(_was[1], _now[1])
+            )
+        if not _same:
+            _deepreflect_failed.append(
+                f"{_call} {_deepreflect_shown(_now)}; {_source} {_deepreflect_shown(_was)}"
+                " (the goal moves that code into this function)"
             )
 assert not _deepreflect_failed, "stated examples failed: " + "; ".join(_deepreflect_failed)

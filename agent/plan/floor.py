@@ -21,7 +21,10 @@ alone: :func:`without_floor`):
   after every module of a package imports each of them as a user would (two modules that
   imported each other at the top each parsed, and the package did not import). A refactor's
   new function must be called by the functions the goal says call it (``calls``: old bodies
-  kept the behaviour and did not refactor). Test files are left to the check that runs them;
+  kept the behaviour and did not refactor), and when the goal moves the callers' shared
+  code into it, it returns what that code computed (a ``discounted_total`` that rounded kept
+  both callers' results and failed the function's own hidden test). Test files are left to
+  the check that runs them;
 - a ``.py`` of the user's that a step rewrites keeps defining its public functions and
   classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
   and the functions the goal says to keep as they are end as they did in the given file
@@ -57,7 +60,7 @@ from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
 from agent.checks.text import HAS_KEYS, SORTED_BY, VALUES_OF
-from agent.plan.kept import comparable, kept_functions, probe_calls, public_names
+from agent.plan.kept import comparable, kept_functions, probe_calls, public_names, shared_code
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
 
@@ -68,6 +71,7 @@ __all__ = [
     "goal_functions",
     "goal_json_keys",
     "goal_nested_json_keys",
+    "goal_signatures",
     "goal_smoke_calls",
     "goal_sort_orders",
     "goal_uses",
@@ -260,9 +264,10 @@ def _module_floor(
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
     calls = goal_calls(goal, given)
+    given, shared = _shared_parts(goal, given, calls) if comparable(given) else (given, [])
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
-        spec = examples_check(kept, [], given=given, keep=keep, calls=calls)
+        spec = examples_check(kept, [], given=given, keep=keep, calls=calls, shared=shared)
         if imports := _package_imports(steps):
             code = "".join(f"import {m}\n" for m in imports)
             return {"kind": "all", "checks": [spec, {"kind": "python", "code": code}]}
@@ -271,7 +276,28 @@ def _module_floor(
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))
     smoke = goal_smoke_calls(goal)
-    return examples_check(names, examples, smoke=smoke, given=given, keep=keep, calls=calls)
+    return examples_check(
+        names, examples, smoke=smoke, given=given, keep=keep, calls=calls, shared=shared
+    )
+
+
+def _shared_parts(
+    goal: str, given: str, calls: list[tuple[str, str]]
+) -> tuple[str, list[tuple[str, str]]]:
+    """``given`` with each new function a refactor moves its callers' shared code into,
+    defined as that code (:func:`agent.plan.kept.shared_code`), and the calls that compare
+    the artifact's version with it: ``(call, "the code book_price and music_price share")``."""
+    signatures = goal_signatures(goal)
+    shared: list[tuple[str, str]] = []
+    for callee in dict.fromkeys(b for _, b in calls):
+        callers = [a for a, b in calls if b == callee]
+        new = signatures.get(callee)
+        source = shared_code(goal, given, new, callers) if new else ""
+        if source:
+            given = f"{given.rstrip()}\n\n\n{source}\n"
+            what = f"the code {' and '.join(callers)} share"
+            shared += [(c, what) for c in probe_calls(source, [callee])]
+    return given, shared
 
 
 def _package_imports(steps: list[Step]) -> list[str]:
@@ -317,10 +343,21 @@ def goal_smoke_calls(goal: str) -> list[tuple[str, str]]:
     "str")``); ``returns`` is the stated return type when it is one a check can tell
     (``str``, ``int``, ``list`` …, ``None``), else empty. A function without required
     parameters is not called: it may do anything."""
-    calls: dict[str, tuple[str, str]] = {}
+    calls = []
+    for node in goal_signatures(goal).values():
+        call = _smoke_call(node)
+        if call is not None:
+            calls.append((call, _result_type(node.returns)))
+    return calls
+
+
+def goal_signatures(goal: str) -> dict[str, ast.FunctionDef]:
+    """The signatures the goal writes (``to_roman(n: int) -> str``), parsed, by name: the
+    first one of each name, not builtins, keywords or tests."""
+    found: dict[str, ast.FunctionDef] = {}
     for match in _CALL.finditer(goal):
         name = match.group(1)
-        if name in _NOT_FUNCTIONS or name.startswith("test") or name in calls:
+        if name in _NOT_FUNCTIONS or name.startswith("test") or name in found:
             continue
         end = _closing_paren(goal, match.end() - 1)
         if end is None:
@@ -331,12 +368,9 @@ def goal_smoke_calls(goal: str) -> list[tuple[str, str]]:
             node = ast.parse(source + ": pass").body[0]
         except SyntaxError:
             continue
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        call = _smoke_call(node)
-        if call is not None:
-            calls[name] = (call, _result_type(node.returns))
-    return list(calls.values())
+        if isinstance(node, ast.FunctionDef):
+            found[name] = node
+    return found
 
 
 _RETURNS = re.compile(r"\s*->\s*([A-Za-z_][\w.]*(?:\[[^\]\n]{0,80}\])?(?:\s*\|\s*None)?)")

@@ -17,14 +17,22 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 
-__all__ = ["MAX_GIVEN_CHARS", "comparable", "kept_functions", "probe_calls", "public_names"]
+__all__ = [
+    "MAX_GIVEN_CHARS",
+    "comparable",
+    "kept_functions",
+    "probe_calls",
+    "public_names",
+    "shared_code",
+]
 
 MAX_GIVEN_CHARS = 50_000
 """A bigger given module is not embedded in its check (kept names still apply)."""
-MAX_PROBES_PER_FUNCTION = 6
-MAX_PROBES = 24
+MAX_PROBES_PER_FUNCTION = 8
+MAX_PROBES = 32
 
 # a verb that keeps what follows it ("keep mean …", "do not change mean"), or a state that
 # keeps what comes right before it ("mean stays unchanged", "… mean as it is")
@@ -139,6 +147,67 @@ def probe_calls(source: str, functions: Sequence[str]) -> list[str]:
     return calls[:MAX_PROBES]
 
 
+_SHARED = re.compile(r"\b(?:shared|common|repeat(?:s|ed)?|duplicat(?:e|es|ed|ion))\b", re.I)
+
+
+def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]) -> str:
+    """The source of ``new`` (a signature the goal writes) as the code ``callers`` (functions
+    of ``given`` the goal says must call it) share, when the goal moves shared code into it:
+    their common first statements, returning the one name those statements assign that every
+    caller reads after them; empty when that is not so (the parameters differ, nothing is
+    shared, the shared part returns or assigns no such name). On the 1.5B, a
+    ``discounted_total`` that rounded its result kept both callers' behaviour and failed
+    the hidden test of the function itself."""
+    if not _SHARED.search(goal) or len(callers) < 2:
+        return ""
+    defs = {n.name: n for n in _body(given) if isinstance(n, ast.FunctionDef)}
+    bodies = [defs[c] for c in callers if c in defs]
+    if len(bodies) != len(callers) or any(_params(f) != _params(new) for f in bodies):
+        return ""
+    statements = [_without_docstring(f.body) for f in bodies]
+    prefix: list[ast.stmt] = []
+    for parts in zip(*statements, strict=False):
+        if any(ast.dump(p) != ast.dump(parts[0]) for p in parts):
+            break
+        prefix.append(parts[0])
+    if not prefix or any(
+        isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for s in prefix for n in ast.walk(s)
+    ):
+        return ""
+    assigned = [
+        n.id
+        for s in prefix
+        for n in ast.walk(s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
+    read = [
+        {
+            n.id
+            for s in body[len(prefix) :]
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        for body in statements
+    ]
+    carried = [name for name in dict.fromkeys(assigned) if all(name in r for r in read)]
+    if len(carried) != 1:
+        return ""
+    lines = [f"def {new.name}({ast.unparse(bodies[0].args)}):"]
+    lines += [textwrap.indent(ast.unparse(statement), "    ") for statement in prefix]
+    return "\n".join([*lines, f"    return {carried[0]}"]) + "\n"
+
+
+def _params(fn: ast.FunctionDef) -> list[str]:
+    args = fn.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0] if body else None
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    return body[1:] if docstring else body
+
+
 def _body(source: str) -> list[ast.stmt]:
     try:
         return ast.parse(source).body
@@ -149,7 +218,7 @@ def _body(source: str) -> list[ast.stmt]:
 _ANY = ["0", "''", "[]", "None", "3", "'abc'", "[3, 1, 2]", "2.5", "-2"]
 _VALUES = {
     "int": ["0", "1", "-3", "10"],
-    "float": ["0.0", "1.5", "-2.5", "10"],
+    "float": ["0.0", "1.5", "-2.5", "10", "3.14159"],  # the last one not round to cents
     "str": ["''", "'abc'", "'Hello, World'", "' a b '"],
     "bool": ["True", "False"],
     "bytes": ["b''", "b'abc'"],
@@ -167,6 +236,11 @@ _SEQUENCES = frozenset({"list", "List", "Sequence", "Iterable", "Collection"})
 
 
 def _probes(fn: ast.FunctionDef) -> list[str]:
+    """Calls of ``fn``: its parameters' values in step (edge values first), then the values
+    shifted against each other, so that parameters also meet in other pairs; a number
+    parameter also takes the numbers ``fn`` compares with and the next one up. On the 1.5B's
+    refactor goal, ``total > 100`` was never reached by edge values alone, so a refactor
+    that dropped the bulk rebate would have kept the behaviour on every probe."""
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
     required = positional[: len(positional) - len(args.defaults)]
@@ -174,17 +248,52 @@ def _probes(fn: ast.FunctionDef) -> list[str]:
     params = [*required, *keywords]
     if not params or params[0].arg in {"self", "cls"}:
         return []
+    bounds = _thresholds(fn)
     values = [_values(a.annotation) for a in params]
     if any(not v for v in values):
         return []
-    calls = []
-    for i in range(max(len(v) for v in values)):
-        chosen = [v[i % len(v)] for v in values]
-        shown = chosen[: len(required)] + [
-            f"{a.arg}={v}" for a, v in zip(keywords, chosen[len(required) :], strict=True)
-        ]
-        calls.append(f"{fn.name}({', '.join(shown)})")
+    values = [
+        [*v, *(b for b in bounds if b not in v)] if _numeric(a.annotation) else v
+        for a, v in zip(params, values, strict=True)
+    ]
+    calls: list[str] = []
+    longest = max(len(v) for v in values)
+    for shift in range(len(params) if len(params) > 1 else 1):
+        for i in range(longest):
+            chosen = [v[(i + shift * j) % len(v)] for j, v in enumerate(values)]
+            shown = chosen[: len(required)] + [
+                f"{a.arg}={v}" for a, v in zip(keywords, chosen[len(required) :], strict=True)
+            ]
+            call = f"{fn.name}({', '.join(shown)})"
+            if call not in calls:
+                calls.append(call)
     return calls
+
+
+def _numeric(annotation: ast.expr | None) -> bool:
+    return isinstance(annotation, ast.Name) and annotation.id in {"int", "float"}
+
+
+def _thresholds(fn: ast.FunctionDef) -> list[str]:
+    """The numbers ``fn`` compares with (``total > 100``), beyond 0 and 1, and each plus one:
+    values that reach the branches a comparison guards."""
+    found: list[str] = []
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            number = _number(side)
+            if number is not None and abs(number) > 1:
+                found += [repr(number), repr(number + 1)]
+    return list(dict.fromkeys(found))
+
+
+def _number(node: ast.expr) -> int | float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    value = node.value if isinstance(node, ast.Constant) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _values(annotation: ast.expr | None) -> list[str]:

@@ -458,3 +458,40 @@ def test_the_step_after_every_module_of_a_package_imports_each_of_them():
     assert not run_check(last, missing, "textkit/__init__.py")["passed"]
     alone = raise_to_floor([steps[0]], "Write textkit/words.py with split_words(text).")
     assert "import textkit" not in json.dumps(alone[0].done_when)
+
+
+def test_a_refactor_s_new_function_computes_what_its_callers_shared():
+    """A ``discounted_total`` that rounds kept both callers' results (each rounds again)
+    and failed the hidden test of the function itself: the floor compares it with the
+    code the callers shared, up to float rounding."""
+    from pathlib import Path
+
+    from agent.checks import run_check
+
+    goals = Path(__file__).parents[2] / "bench" / "goals" / "refactor"
+    goal = json.loads((goals / "goal.json").read_text())["goal"]
+    given = (goals / "given" / "pricing.py").read_text()
+    step = Step(
+        step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
+    )
+    spec = stated_floor(step, [step], goal, kept={"pricing.py": given})
+    assert spec is not None and spec["stated"]["returns_as_the_shared_code"]
+    done = (
+        "def discounted_total(price, quantity, member):\n"
+        "    total = price * quantity * (0.9 if member else 1)\n"  # rearranged: equal enough
+        "    return total - 5 if total > 100 else total\n\n\n"
+        "def book_price(price, quantity, member):\n"
+        "    return round(discounted_total(price, quantity, member), 2)\n\n\n"
+        "def music_price(price, quantity, member):\n"
+        "    return round(discounted_total(price, quantity, member) * 1.2, 2)\n"
+    )
+    assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]
+    rounds = done.replace("return total - 5 if", "return round(total - 5, 2) if")
+    rounds = rounds.replace("else total\n", "else round(total, 2)\n")
+    report = run_check(spec, {"pricing.py": rounds}, "pricing.py")
+    assert not report["passed"] and "book_price and music_price share" in report["evidence"]
+    no_rebate = done.replace(
+        "    return total - 5 if total > 100 else total\n", "    return total\n"
+    )
+    report = run_check(spec, {"pricing.py": no_rebate}, "pricing.py")
+    assert not report["passed"] and "book_price(" in report["evidence"]

@@ -16,6 +16,7 @@ from agent.plan.kept import (
     kept_functions,
     probe_calls,
     public_names,
+    shared_code,
 )
 
 GOALS = Path(__file__).parents[2] / "bench" / "goals"
@@ -104,3 +105,101 @@ def test_probe_calls_are_bounded():
 )
 def test_a_given_module_is_a_reference_when_it_needs_only_the_standard_library(source, ok):
     assert comparable(source) is ok
+
+
+def test_probe_calls_reach_the_branches_a_function_compares_with():
+    """With edge values alone, ``total > 100`` in the refactor goal's pricing.py was never
+    true: a refactor dropping the bulk rebate kept the behaviour on every probe."""
+    source = (GOALS / "refactor" / "given" / "pricing.py").read_text()
+    namespace: dict = {}
+    exec(compile(source, "pricing", "exec"), namespace)
+    calls = probe_calls(source, ["book_price"])
+    totals = [eval(c.replace("book_price", "_total"), {"_total": _gross}) for c in calls]
+    assert any(t > 100 for t in totals) and any(t <= 100 for t in totals)
+    members = {eval(c, namespace) for c in calls}
+    assert len(members) > 4  # different results, not one case repeated
+    # parameters meet in more than one pairing: the same price with other quantities
+    assert len({c.split(",")[1] for c in calls if c.startswith("book_price(0.0,")}) > 1
+
+
+def _gross(price, quantity, member):
+    return price * quantity * (0.9 if member else 1)
+
+
+def test_a_threshold_of_a_negative_number_is_reached_too():
+    source = "def grade(score: int) -> str:\n    return 'low' if score < -5 else 'ok'\n"
+    calls = probe_calls(source, ["grade"])
+    assert "grade(-5)" in calls and "grade(-4)" in calls
+
+
+SHARING = (
+    "def book_price(price: float, quantity: int, member: bool) -> float:\n"
+    '    """Books."""\n'
+    "    total = price * quantity\n"
+    "    if member:\n"
+    "        total = total * 0.9\n"
+    "    return round(total, 2)\n\n\n"
+    "def music_price(price: float, quantity: int, member: bool) -> float:\n"
+    "    total = price * quantity\n"
+    "    if member:\n"
+    "        total = total * 0.9\n"
+    "    return round(total * 1.2, 2)\n"
+)
+MOVE = (
+    "Move the shared part of book_price and music_price into "
+    "discounted_total(price, quantity, member)."
+)
+
+
+def _signature(source: str):
+    import ast
+
+    return ast.parse(source + ": pass").body[0]
+
+
+def test_the_shared_code_of_a_refactor_s_callers_is_the_new_function_s_reference():
+    new = _signature("def discounted_total(price, quantity, member)")
+    source = shared_code(MOVE, SHARING, new, ["book_price", "music_price"])
+    namespace: dict = {}
+    exec(compile(source, "shared", "exec"), namespace)
+    assert namespace["discounted_total"](10.0, 3, True) == 10.0 * 3 * 0.9  # not rounded
+    assert "price: float" in source  # the callers' annotations, for the probes
+
+
+@pytest.mark.parametrize(
+    ("goal", "signature", "callers"),
+    [
+        # the goal does not move shared code
+        (
+            "Add discounted_total(price, quantity, member).",
+            "discounted_total(price, quantity, member)",
+            ["book_price", "music_price"],
+        ),
+        # other parameters than the callers': which of them is which is not known
+        (MOVE, "discounted_total(total, member)", ["book_price", "music_price"]),
+        # one caller shares nothing with itself
+        (MOVE, "discounted_total(price, quantity, member)", ["book_price"]),
+        # a caller the given file does not define
+        (MOVE, "discounted_total(price, quantity, member)", ["book_price", "film_price"]),
+    ],
+)
+def test_no_shared_reference_when_the_goal_or_the_code_does_not_say_what_it_is(
+    goal, signature, callers
+):
+    assert shared_code(goal, SHARING, _signature(f"def {signature}"), callers) == ""
+
+
+def test_no_shared_reference_when_the_callers_share_no_value():
+    new = _signature("def check(x)")
+    differ = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x + 2\n"
+    assert shared_code(MOVE, differ, new, ["a", "b"]) == ""
+    returns = (
+        "def a(x):\n    if x:\n        return 1\n    y = 2\n    return y\n\n\n"
+        "def b(x):\n    if x:\n        return 1\n    y = 2\n    return y + 1\n"
+    )
+    assert shared_code(MOVE, returns, new, ["a", "b"]) == ""  # the shared part returns
+    two = (
+        "def a(x):\n    y = x\n    z = x\n    return y + z\n\n\n"
+        "def b(x):\n    y = x\n    z = x\n    return y * z\n"
+    )
+    assert shared_code(MOVE, two, new, ["a", "b"]) == ""  # two values carried: which one?
