@@ -432,17 +432,22 @@ _NOT_PASSED = (
 
 
 def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
-    """The artifact parses as its language (Python, JSON), and a module's code refers to
-    every name in ``uses`` (the goal's "must use word_lengths"); nothing runs: the check of a module
+    """The artifact parses as its language (Python, JSON), a module defines every function
+    or class in ``defines`` at its top level, and its code refers to every name in ``uses``
+    (the goal's "must use word_lengths"); nothing runs: the check of a module
     that imports a sibling not written yet, which cannot run alone (``agent.plan.floor``). On
     the 1.5B such a module was proven by ``non_empty`` with a ``SyntaxError`` in it, and the
     package's own check, which imports it, blamed another step."""
     suffix = posixpath.splitext(path)[1].lower()
     text = files[path]
     uses = [u for u in spec.get("uses") or [] if isinstance(u, str)]
+    defines = [d for d in spec.get("defines") or [] if isinstance(d, str)]
     try:
         if suffix == ".py":
             tree = ast.parse(text, filename=path)
+            if absent := [d for d in defines if d not in _defined(tree)]:
+                why = f"{path} parses but does not define {', '.join(absent)}"
+                return make_report("syntax", False, 0.0, why[:400])
             if missing := [u for u in uses if u not in _referenced(tree)]:
                 shown = ", ".join(missing)
                 bare = [u for u in missing if u in _names_in(tree)]
@@ -450,8 +455,9 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
                 if bare:  # called, but never imported: a NameError once it runs
                     why = f"{path} calls {', '.join(bare)} but never imports it (a NameError)"
                 return make_report("syntax", False, 0.0, why[:400])
-        elif uses:
-            return make_report("syntax", False, 0.0, f"'uses' is for Python modules, not {path}")
+        elif uses or defines:
+            named = "'uses'" if uses else "'defines'"
+            return make_report("syntax", False, 0.0, f"{named} is for Python modules, not {path}")
         elif suffix == ".json":
             json.loads(text)
         else:
@@ -472,11 +478,7 @@ def _referenced(tree: ast.Module) -> set[str]:
     defines itself: a ``count.py`` with its own ``split_words`` does not use the sibling's,
     and one calling ``split_words`` without importing it fails with a ``NameError`` (the 1.5B
     wrote both)."""
-    own = {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
+    own = _defined(tree)
     names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom | ast.Import):
@@ -484,11 +486,21 @@ def _referenced(tree: ast.Module) -> set[str]:
     return names - own
 
 
+def _defined(tree: ast.Module) -> set[str]:
+    """The functions and classes a module defines at its top level."""
+    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name for node in tree.body if isinstance(node, defined)}
+
+
 def _validate_syntax(spec: dict[str, Any]) -> list[str]:
-    uses = spec.get("uses", [])
-    if not isinstance(uses, list) or not all(isinstance(u, str) and u.isidentifier() for u in uses):
-        return ["kind 'syntax' takes 'uses': a list of Python names"]
-    return []
+    errors = []
+    for key in ("uses", "defines"):
+        names = spec.get(key, [])
+        if not isinstance(names, list) or not all(
+            isinstance(n, str) and n.isidentifier() for n in names
+        ):
+            errors.append(f"kind 'syntax' takes '{key}': a list of Python names")
+    return errors
 
 
 def register() -> None:
@@ -499,8 +511,9 @@ def register() -> None:
         _check_syntax,
         validate=_validate_syntax,
         describe=(
-            '{"kind": "syntax", "uses": ["name"]} (a .py or .json artifact parses; a module'
-            " refers to each name in 'uses'; nothing runs)"
+            '{"kind": "syntax", "uses": ["name"], "defines": ["name"]} (a .py or .json artifact'
+            " parses; a module refers to each name in 'uses' and defines each in 'defines';"
+            " nothing runs)"
         ),
     )
     register_check(

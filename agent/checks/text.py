@@ -95,7 +95,7 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     schema = spec["schema"]
     cls = jsonschema.validators.extend(
         jsonschema.validators.validator_for(schema),
-        {SORTED_BY: _sorted_by, HAS_KEYS: _has_keys, VALUES_OF: _values_of},
+        {SORTED_BY: _sorted_by, HAS_KEYS: _has_keys, VALUES_OF: _values_of, SPELLED: _spelled},
     )
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
     errors = list(validator.iter_errors(instance))
@@ -126,6 +126,39 @@ VALUES_OF = "x-valuesOf"
 the document's objects have under ``sku`` (plain values, not the objects). The floor adds it
 when the goal says ``"out_of_stock": the list of skus``: on the 1.5B the program put the
 whole out-of-stock items there, and the schema of the keys passed it."""
+
+
+SPELLED = "x-spelled"
+"""A keyword of our own: ``["A-100", "B-220"]``, every string in the document that is one of
+them but for case is spelled as it is. The floor adds the codes the goal spells: on the 1.5B
+an ``inventory.json`` with ``"a-100"`` for the goal's ``A-100`` passed every other check."""
+
+
+def _spelled(validator: Any, codes: Any, instance: Any, schema: Mapping[str, Any]) -> Any:
+    wanted = (
+        {c.casefold(): c for c in codes if isinstance(c, str)} if isinstance(codes, list) else {}
+    )
+    for where, text in _strings(instance, "$"):
+        right = wanted.get(text.casefold())
+        if right is not None and text != right:
+            yield jsonschema.exceptions.ValidationError(
+                f"{where} is {json.dumps(text)[:80]}; the goal spells it {json.dumps(right)}: "
+                "copy the goal's values as they are written"
+            )
+            return
+
+
+def _strings(value: Any, where: str) -> Any:
+    """``(path, string)`` of every string value and key anywhere in ``value``."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield f"{where} (a key)", name
+            yield from _strings(item, f"{where}.{name}")
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            yield from _strings(item, f"{where}[{n}]")
 
 
 def _values_of(validator: Any, wanted: Any, instance: Any, schema: Mapping[str, Any]) -> Any:

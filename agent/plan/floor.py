@@ -59,7 +59,7 @@ from typing import Any
 from agent.checks import check_kinds
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.checks.text import HAS_KEYS, SORTED_BY, VALUES_OF
+from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
 from agent.plan.kept import comparable, kept_functions, probe_calls, public_names, shared_code
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
@@ -77,6 +77,9 @@ __all__ = [
     "goal_uses",
     "goal_value_lists",
     "goal_calls",
+    "goal_codes",
+    "goal_defines",
+    "goal_part",
     "raise_to_floor",
     "stated_floor",
     "without_floor",
@@ -198,6 +201,8 @@ def floor_check(
             schema[HAS_KEYS] = inner
         if one and (lists := goal_value_lists(goal)):
             schema[VALUES_OF] = lists
+        if one and (codes := goal_codes(goal)):
+            schema[SPELLED] = codes
         return {"kind": "json_schema", "schema": schema}
     if suffix in _DOCUMENTS:
         return citations_floor(path, goal, asked)
@@ -258,16 +263,19 @@ def _module_floor(
         and _is_module(s.expected_output)
         and not is_test_file(s.expected_output)
     }
+    defines = goal_defines(goal, path, asked)
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
         uses = goal_uses(goal, path, asked)  # a sibling it may import is not written yet:
-        return {"kind": "syntax"} | ({"uses": uses} if uses else {})  # parse, nothing runs
+        spec = {"kind": "syntax"} | ({"uses": uses} if uses else {})  # parse, nothing runs
+        return spec | ({"defines": defines} if defines else {})
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
     calls = goal_calls(goal, given)
     given, shared = _shared_parts(goal, given, calls) if comparable(given) else (given, [])
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
-        spec = examples_check(kept, [], given=given, keep=keep, calls=calls, shared=shared)
+        names = list(dict.fromkeys([*defines, *kept]))
+        spec = examples_check(names, [], given=given, keep=keep, calls=calls, shared=shared)
         if imports := _package_imports(steps):
             code = "".join(f"import {m}\n" for m in imports)
             return {"kind": "all", "checks": [spec, {"kind": "python", "code": code}]}
@@ -571,21 +579,56 @@ def goal_value_lists(goal: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _LIST_OF.finditer(goal) if m.group(2) in keys}
 
 
+_CODE = re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9]")
+_CASE_CHANGE = re.compile(
+    r"\b(?:lower|upper|title)[- ]?case|\bcapitali[sz]|\bcase[- ]insensitive", re.I
+)
+
+
+def goal_codes(goal: str) -> list[str]:
+    """The codes the goal spells, of letters and digits (``A-100``, ``SKU42``), which an
+    artifact must copy as they are, unless the goal speaks of changing case. On the 1.5B an
+    ``inventory.json`` with ``a-100`` for the goal's ``A-100`` passed every check."""
+    if _CASE_CHANGE.search(goal):
+        return []
+    codes = (m.group(0) for m in _CODE.finditer(goal))
+    return list(dict.fromkeys(c for c in codes if not posixpath.splitext(c)[1][1:].isalpha()))
+
+
 def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:
     """The names the goal says ``path`` must use ("textkit/words.py: ... must use
-    word_lengths from textkit/count.py"), read in the part of the goal about ``path``: from
-    ``path:`` to the next file named with a colon."""
+    word_lengths from textkit/count.py"), read in the part of the goal about ``path``
+    (:func:`goal_part`)."""
+    names = [m.group(1) for m in _MUST_USE.finditer(goal_part(goal, path, asked))]
+    return list(dict.fromkeys(names))
+
+
+def goal_defines(goal: str, path: str, asked: Collection[str]) -> list[str]:
+    """The functions the part of the goal about ``path`` writes as calls or signatures,
+    but those it says ``path`` must use from elsewhere: what that module must define. On
+    the 1.5B a ``textkit/count.py`` without the ``count_words`` its part asked for parsed,
+    used ``split_words`` and passed (a false success)."""
+    uses = set(goal_uses(goal, path, asked))
+    return [f for f in goal_functions(goal_part(goal, path, asked)) if f not in uses]
+
+
+def goal_part(goal: str, path: str, asked: Collection[str]) -> str:
+    """The part of the goal about ``path`` when the goal writes a part per file: from each
+    ``path:`` to the next file named with a colon; empty unless two files or more have one
+    ("Write a.py and b.py: a.py has f(x) …" has no part about ``b.py``)."""
     heads = sorted(
         (m.start(), m.end(), f)
         for f in asked
         for m in re.finditer(rf"(?<![\w/.-]){re.escape(f)}\s*:", goal)
     )
-    names: list[str] = []
-    for n, (_, end, f) in enumerate(heads):
-        if f == path:
-            part = goal[end : heads[n + 1][0] if n + 1 < len(heads) else len(goal)]
-            names += [m.group(1) for m in _MUST_USE.finditer(part)]
-    return list(dict.fromkeys(names))
+    if len({f for _, _, f in heads}) < 2:
+        return ""
+    parts = [
+        goal[end : heads[n + 1][0] if n + 1 < len(heads) else len(goal)]
+        for n, (_, end, f) in enumerate(heads)
+        if f == path
+    ]
+    return " ".join(parts)
 
 
 def goal_calls(goal: str, given: str) -> list[tuple[str, str]]:

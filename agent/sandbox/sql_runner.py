@@ -160,7 +160,10 @@ def run(
     rows: list[list[Any]] = []
     size = 0
     try:
-        for row in connection.execute(query):  # one row at a time: the caps hold as it grows
+        cursor = connection.execute(query)
+        if cursor.description is None:  # comments only ("-- No changes required"), or no result
+            return {"error": "the file holds no query that returns rows (a SELECT)"}
+        for row in cursor:  # one row at a time: the caps hold as it grows
             rows.append([cell(v) for v in row])
             size += sum(size_of(v) for v in row) + 8
             if len(rows) > max_rows:

@@ -113,6 +113,17 @@ def test_a_query_against_a_declared_database_fails_on_the_wrong_rows(host, shop,
     assert report["evidence"] == "got 3 rows, reference 2; first unexpected row ('cheese',)"
 
 
+@pytest.mark.parametrize(
+    "query", ["-- No changes required", "/* the query */ ;", "-- SELECT name FROM items"]
+)
+def test_a_file_of_comments_holds_no_query_and_fails(host, shop, level, query):
+    """On the 1.5B a replan rewrote a finished ``top_genres.sql`` as "-- No changes
+    required": it ran, returned nothing, and passed (a false success)."""
+    report = check("shop", query)
+
+    assert not report["passed"] and "holds no query that returns rows" in report["evidence"]
+
+
 def test_a_declared_wal_database_is_read_with_its_latest_writes(tmp_path, host):
     path = make_db(tmp_path / "wal.db", journal_mode="wal")
     writer_connection = sqlite3.connect(path)  # held open: the WAL is not checkpointed

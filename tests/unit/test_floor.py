@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agent.checks import check_kinds, validate_check_spec
+from agent.checks import check_kinds, run_check, validate_check_spec
 from agent.checks.examples import shown_check
 from agent.plan.floor import (
     goal_calls,
@@ -346,8 +346,11 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
         step("S2", "pkg/b.py", action="coder"),
         goal=goal,
     )
-    assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"]}
-    assert b.done_when["checks"][1] == {"kind": "syntax", "uses": ["f"]}
+    assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
+    assert b.done_when["checks"][1] == {"kind": "syntax", "uses": ["f"], "defines": ["g", "h"]}
+    missing_h = "from pkg.a import f\n\n\ndef g(t):\n    return f(t)\n"
+    report = run_check(b.done_when, {"pkg/b.py": missing_h}, "pkg/b.py")
+    assert not report["passed"] and "does not define h" in report["evidence"]
 
 
 PRICING = (
@@ -382,7 +385,6 @@ def test_a_refactor_s_new_function_must_be_called_where_the_goal_says(goal, pair
 
 
 def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour(tmp_path):
-    from agent.checks import run_check
 
     goal = (
         "Refactor pricing.py: move the shared product into one function base(p, q) and make "
@@ -424,7 +426,6 @@ CIRCULAR = {
 
 
 def test_the_step_after_every_module_of_a_package_imports_each_of_them():
-    from agent.checks import run_check
 
     steps = [
         Step(step_id="S1", action="coder", instructions="w", expected_output="textkit/words.py"),
@@ -465,8 +466,6 @@ def test_a_refactor_s_new_function_computes_what_its_callers_shared():
     and failed the hidden test of the function itself: the floor compares it with the
     code the callers shared, up to float rounding."""
     from pathlib import Path
-
-    from agent.checks import run_check
 
     goals = Path(__file__).parents[2] / "bench" / "goals" / "refactor"
     goal = json.loads((goals / "goal.json").read_text())["goal"]

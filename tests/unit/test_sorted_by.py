@@ -108,3 +108,34 @@ def test_a_list_the_goal_says_holds_one_key_s_values_is_judged_on_them():
     ):
         report = run_check(spec, {"inventory.json": json.dumps(bad)}, "inventory.json")
         assert not report["passed"] and shown in report["evidence"]
+
+
+@pytest.mark.parametrize(
+    ("goal", "codes"),
+    [
+        ("Write a.json from: A-100, 4, 2.50\nB-220, 10, 1.25", ["A-100", "B-220"]),
+        ("Store SKU42 and x9 in a.json; see report2.md and v1.2.", ["SKU42", "x9", "v1.2"]),
+        ("Write a.json with the sku A-100 lowercased.", []),  # the goal changes case itself
+        ("Write a.json with 4 items at 2.50 EUR.", []),  # no code of letters and digits
+    ],
+)
+def test_the_codes_a_goal_spells(goal, codes):
+    from agent.plan.floor import goal_codes
+
+    assert goal_codes(goal) == codes
+
+
+def test_a_code_the_goal_spells_must_be_copied_as_it_is_spelled():
+    """On the 1.5B an ``inventory.json`` with ``a-100`` for the goal's ``A-100`` passed."""
+    goal = 'Write inventory.json from: A-100, 4\nB-220, 0\n"items": a list of {"sku": string}.'
+    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
+    spec = floor_check(step, [step], goal)
+    assert spec is not None and spec["schema"]["x-spelled"] == ["A-100", "B-220"]
+    right = {"items": [{"sku": "A-100"}, {"sku": "B-220"}]}
+    assert run_check(spec, {"inventory.json": json.dumps(right)}, "inventory.json")["passed"]
+    for bad in (
+        {"items": [{"sku": "a-100"}, {"sku": "B-220"}]},
+        {"items": [{"sku": "A-100"}], "by_sku": {"b-220": 0}},  # a key, too
+    ):
+        report = run_check(spec, {"inventory.json": json.dumps(bad)}, "inventory.json")
+        assert not report["passed"] and 'the goal spells it "' in report["evidence"]

@@ -98,3 +98,18 @@ def test_a_name_called_but_never_imported_is_not_used_but_a_name_error():
         "    return {w: len(w) for w in textkit.words.split_words(text)}\n",
     ):
         assert run_check(spec, {"count.py": used}, "count.py")["passed"]
+
+
+def test_a_module_must_define_each_name_it_must_define_at_its_top_level():
+    """On the 1.5B a ``textkit/count.py`` without the ``count_words`` its part of the goal
+    asked for passed ``syntax`` (a false success)."""
+    spec = {"kind": "syntax", "defines": ["word_lengths", "count_words"]}
+    both = "def word_lengths(t):\n    return {}\n\n\nclass count_words:\n    pass\n"
+    assert run_check(spec, {"c.py": both}, "c.py")["passed"]
+    nested = "def word_lengths(t):\n    def count_words(t):\n        return 0\n    return {}\n"
+    report = run_check(spec, {"c.py": nested}, "c.py")
+    assert not report["passed"] and "does not define count_words" in report["evidence"]
+    assert not run_check(spec, {"c.json": "{}"}, "c.json")["passed"]  # not a module
+    from agent.checks import validate_check_spec
+
+    assert validate_check_spec({"kind": "syntax", "defines": ["not a name"]})
