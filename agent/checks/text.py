@@ -101,9 +101,25 @@ def _check_json_schema(spec: dict[str, Any], files: Mapping[str, str], path: str
     errors = list(validator.iter_errors(instance))
     if not errors:
         return make_report("json_schema", True, 1.0, f"{path} is valid JSON matching the schema")
+    return make_report("json_schema", False, 0.0, _errors_shown(errors))
+
+
+MAX_ERRORS_SHOWN = 3
+
+
+def _errors_shown(errors: list[Any]) -> str:
+    """The most relevant error first, then the other different ones, up to
+    :data:`MAX_ERRORS_SHOWN`: on the 1.5B, shown one error at a time ("not sorted by sku",
+    then "no object has qty"), a revision fixed each and broke the other until the depth
+    cap."""
     best = jsonschema.exceptions.best_match(errors)
-    more = f" ({len(errors)} errors; most relevant shown)" if len(errors) > 1 else ""
-    return make_report("json_schema", False, 0.0, f"{best.json_path}: {best.message}{more}")
+    shown = [f"{best.json_path}: {best.message}"]
+    for error in sorted(errors, key=jsonschema.exceptions.relevance, reverse=True):
+        line = f"{error.json_path}: {error.message}"
+        if line not in shown and len(shown) < MAX_ERRORS_SHOWN:
+            shown.append(line)
+    more = f" ({len(errors)} errors; {len(shown)} shown)" if len(errors) > len(shown) else ""
+    return "; ".join(shown) + more
 
 
 SORTED_BY = "x-sortedBy"

@@ -56,7 +56,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from agent.checks import check_kinds
+from agent.checks import check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
@@ -142,7 +142,7 @@ def raise_to_floor(
         own = _parts(step.done_when)
         floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
         parts = [_presence(step.expected_output), *floors]
-        parts += [p for p in own if not (isinstance(p, dict) and p.get("kind") in PRESENCE)]
+        parts += [p for p in own if _still_needed(p)]
         # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
         raised = {
             "kind": "all",
@@ -151,6 +151,17 @@ def raise_to_floor(
         }
         out.append(step.model_copy(update={"done_when": raised}))
     return out
+
+
+def _still_needed(part: Any) -> bool:
+    """Whether the planner's own ``part`` stays beside the floor: not presence (the floor
+    has it), nor a weak check the planner wrote wrong (the floor proves more than it). On
+    the 1.5B a replan's ``syntax`` check with ``uses`` that were not names refused the
+    whole plan, and the run ended ``invalid_plan``."""
+    if not isinstance(part, dict):
+        return True
+    kind = part.get("kind")
+    return kind not in PRESENCE and not (kind in WEAK_KINDS and validate_check_spec(part))
 
 
 def _presence(path: str) -> dict[str, str]:

@@ -494,3 +494,13 @@ def test_a_refactor_s_new_function_computes_what_its_callers_shared():
     )
     report = run_check(spec, {"pricing.py": no_rebate}, "pricing.py")
     assert not report["passed"] and "book_price(" in report["evidence"]
+
+
+def test_a_weak_check_the_planner_wrote_wrong_gives_way_to_the_floor():
+    """On the 1.5B a replan's ``syntax`` check with ``uses`` that were not Python names
+    refused the whole plan (``invalid_plan``); the floor proves more than that check."""
+    goal = "Write a package. pkg/a.py: f(t) must use g from pkg/b.py. pkg/b.py: g(t) counts."
+    wrong = {"kind": "syntax", "uses": "pkg.b.g()", "defines": ["f(t)"]}
+    (a,) = plan(step("S1", "pkg/a.py", action="coder", check=wrong), goal=goal)
+    assert validate_check_spec(a.done_when) == []
+    assert wrong not in a.done_when["checks"]

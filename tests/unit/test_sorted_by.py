@@ -139,3 +139,17 @@ def test_a_code_the_goal_spells_must_be_copied_as_it_is_spelled():
     ):
         report = run_check(spec, {"inventory.json": json.dumps(bad)}, "inventory.json")
         assert not report["passed"] and 'the goal spells it "' in report["evidence"]
+
+
+def test_every_different_schema_error_is_shown_at_once():
+    """Shown one error at a time, the 1.5B fixed the order and renamed the keys back, then
+    the other way round, until the depth cap: the evidence lists them together."""
+    goal = (
+        'Write inventory.json: "items": a list of {"sku": string, "qty": integer}, sorted by sku.'
+    )
+    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
+    spec = floor_check(step, [step], goal)
+    both = {"items": [{"sku": "B", "quantity": 1}, {"sku": "A", "quantity": 2}]}
+    report = run_check(spec, {"inventory.json": json.dumps(both)}, "inventory.json")
+    assert not report["passed"]
+    assert "not sorted by 'sku'" in report["evidence"] and '"qty"' in report["evidence"]
