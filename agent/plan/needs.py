@@ -21,6 +21,11 @@ here rather than sent back to the model, which repeats them:
   tests/test_stats.py passes" for a bug in stats.py);
 - a check that names a file another step writes makes its step depend on that step (when
   that adds no cycle);
+- when the plan writes two or more modules and no step writing one runs after all the
+  others, one does (:func:`one_after_all_modules`): a package's ``__init__.py``, else the
+  last module planned. That step's check imports them all; on the 1.5B a replan left
+  ``textkit/words.py``, ``count.py`` and ``__init__.py`` unordered, each passed a parse,
+  and the run ended ``success`` with a package whose functions were never called;
 - when the goal names the files it wants and the plan writes some of them, a step that is
   not connected to those steps by dependencies (neither read by them nor reading them,
   directly or through other steps) is dropped: it writes something the goal does not ask
@@ -40,6 +45,7 @@ from agent.vfs.entries import SCRATCH, is_scratch
 
 __all__ = [
     "depend_on_checked_files",
+    "one_after_all_modules",
     "is_test_file",
     "named_files",
     "needed_steps",
@@ -223,6 +229,27 @@ def depend_on_checked_files(steps: list[Step]) -> list[Step]:
         if dependency_cycle(trial) is None:
             out = trial
     return out
+
+
+def one_after_all_modules(steps: list[Step]) -> list[Step]:
+    """``steps`` where one step writing a module depends on every other step writing one
+    (module docstring), when none does yet and that adds no cycle; else unchanged."""
+    modules = [s for s in steps if s.expected_output.lower().endswith(".py")]
+    modules = [s for s in modules if not is_test_file(s.expected_output)]
+    ids = [s.step_id for s in modules]
+    if len(set(ids)) < 2 or len(set(ids)) != len(ids):
+        return steps
+    if any(set(ids) - {s.step_id} <= set(s.depends_on) for s in modules):
+        return steps
+    inits = [s for s in modules if posixpath.basename(s.expected_output) == "__init__.py"]
+    inits.sort(key=lambda s: s.expected_output.count("/"))
+    for sink in [*inits, *reversed(modules)]:
+        wanted = [i for i in ids if i != sink.step_id and i not in sink.depends_on]
+        candidate = sink.model_copy(update={"depends_on": [*sink.depends_on, *wanted]})
+        trial = [candidate if s.step_id == sink.step_id else s for s in steps]
+        if dependency_cycle(trial) is None:
+            return trial
+    return steps
 
 
 def needed_steps(steps: list[Step], asked: Collection[str]) -> list[Step]:

@@ -12,6 +12,7 @@ from agent.plan.floor import raise_to_floor
 from agent.plan.needs import (
     depend_on_checked_files,
     needed_steps,
+    one_after_all_modules,
     out_of_scratch,
     own_tests_moved,
     without_references,
@@ -143,10 +144,11 @@ def parse_plan(
     known file, a scratch output (``work/S1/stats.py``) is moved to the known file below
     it, steps that write the same file are merged
     (:func:`merge_same_outputs`), a pytest check of a step's own tests moves to the module
-    they test (:func:`own_tests_moved`), a step depends on the steps writing the files its check
-    names, and only the steps that the files the goal names (``asked``) need are kept
-    (:mod:`agent.plan.needs`); then a check that cannot prove its artifact works is raised
-    to the floor the artifact's kind and the ``goal`` allow (:mod:`agent.plan.floor`).
+    they test (:func:`own_tests_moved`), a step depends on the steps writing the files its
+    check names, only the steps that the files the goal names (``asked``) need are kept,
+    and one step writing a module runs after every other (:mod:`agent.plan.needs`); then a
+    check that cannot prove its artifact works is raised to the floor the artifact's kind
+    and the ``goal`` allow (:mod:`agent.plan.floor`).
     ``databases``: the names of the databases the user declared; ``files``: the paths
     already in the thread (``plan_errors``); ``kept``: the source of each of the user's
     modules as given, which a step rewriting one must keep (:mod:`agent.plan.kept`)."""
@@ -167,7 +169,7 @@ def parse_plan(
             return None, errors
     steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
     steps = own_tests_moved(merge_same_outputs(steps), asked)
-    steps = needed_steps(depend_on_checked_files(steps), asked)
+    steps = one_after_all_modules(needed_steps(depend_on_checked_files(steps), asked))
     steps = raise_to_floor(steps, goal, databases=databases, kept=kept)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files

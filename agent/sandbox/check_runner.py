@@ -16,6 +16,7 @@ import builtins
 import importlib
 import importlib.machinery
 import json
+import keyword
 import os
 import sys
 import types
@@ -33,6 +34,10 @@ def serve(artifact: str) -> None:
     """Import modules and run the artifact on request, until the check hangs up."""
 
     def run_artifact() -> dict[str, Any]:
+        dotted = _package_module(artifact)
+        if dotted is not None:  # as a user imports it: its relative imports resolve
+            names = vars(importlib.import_module(dotted))
+            return {k: v for k, v in names.items() if not k.startswith("__")}
         stem = os.path.splitext(os.path.basename(artifact))[0]
         module = types.ModuleType(stem if stem.isidentifier() else "artifact")
         module.__file__ = os.path.abspath(artifact)
@@ -43,6 +48,22 @@ def serve(artifact: str) -> None:
 
     roots = {"import": importlib.import_module, "run": run_artifact}
     ArtifactSide(connect(), roots).serve_forever()
+
+
+def _package_module(path: str) -> str | None:
+    """The dotted name a module inside a package is imported by (``textkit/__init__.py`` →
+    ``textkit``, ``textkit/words.py`` → ``textkit.words``), or None for a top-level file, a
+    path no import could name or one a module already imported shadows. Run as a script,
+    ``from .words import *`` fails with "no known parent package" though the package
+    imports."""
+    parts = os.path.splitext(os.path.normpath(path))[0].split(os.sep)
+    if not path.endswith(".py") or len(parts) < 2:
+        return None
+    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return None
+    if parts[0] in sys.modules or parts[0] in sys.stdlib_module_names:
+        return None  # ``json/x.py`` would import the standard library's json
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 # -- the check's side ------------------------------------------------------------------------

@@ -332,3 +332,57 @@ def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
         "    return round(discounted_total(price, quantity, member) * 1.2, 2)\n"
     )
     assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]
+
+
+WORDS = """
+def split_words(text):
+    import re
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def longest_word(text):
+    from textkit.count import word_lengths
+    lengths = word_lengths(text)
+    return max(lengths, key=lengths.get, default="")
+"""
+COUNT = """
+from textkit.words import split_words
+
+
+def word_lengths(text):
+    return {w: len(w) for w in split_words(text)}
+
+
+def count_words(text):
+    return len(split_words(text))
+"""
+
+
+def test_a_package_s_init_is_checked_as_the_package_a_user_imports():
+    # the 1.5B's replan left the three steps unordered; its __init__.py re-exported with
+    # relative imports and failed its check, run as a script ("no known parent package")
+    plan = [
+        step("S1", "textkit/words.py", action="coder"),
+        step("S2", "textkit/count.py", action="coder"),
+        step("S3", "textkit/__init__.py", action="coder"),
+    ]
+    steps, errors = parse_plan(
+        {"steps": plan}, actions={"coder"}, max_steps=5, goal=goal("package")
+    )
+    assert errors == [] and steps[2].depends_on == ["S1", "S2"]
+    spec = steps[2].done_when
+    package = {"textkit/words.py": WORDS, "textkit/count.py": COUNT}
+    init = "from .words import *\nfrom .count import *\n"
+    verdict = run_check(spec, {**package, "textkit/__init__.py": init}, "textkit/__init__.py")
+    assert verdict["passed"], verdict["evidence"]
+    circular = COUNT.replace(
+        "from textkit.words", "from textkit.words import longest_word\nfrom textkit.words"
+    )
+    circular_words = "from textkit.count import word_lengths\n" + WORDS
+    files = {
+        "textkit/words.py": circular_words,
+        "textkit/count.py": circular,
+        "textkit/__init__.py": init,
+    }
+    failed = run_check(spec, files, "textkit/__init__.py")
+    assert not failed["passed"] and "ImportError" in failed["evidence"]

@@ -347,10 +347,15 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
         goal=goal,
     )
     assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
-    assert b.done_when["checks"][1] == {"kind": "syntax", "uses": ["f"], "defines": ["g", "h"]}
+    report = run_check(a.done_when, {"pkg/a.py": "def f(t):\n    return t\n"}, "pkg/a.py")
+    assert not report["passed"] and "g" in report["evidence"]
+    # the plan's other module runs after it, and its check runs the package
+    assert b.depends_on == ["S1"] and "python" in check_kinds(b.done_when)
+    a_py = "def f(t):\n    from pkg.b import g\n    return t.split()\n"
     missing_h = "from pkg.a import f\n\n\ndef g(t):\n    return f(t)\n"
-    report = run_check(b.done_when, {"pkg/b.py": missing_h}, "pkg/b.py")
-    assert not report["passed"] and "does not define h" in report["evidence"]
+    files = {"pkg/a.py": a_py, "pkg/b.py": missing_h}
+    report = run_check(b.done_when, files, "pkg/b.py")
+    assert not report["passed"] and "h is not defined" in report["evidence"]
 
 
 PRICING = (

@@ -141,6 +141,52 @@ def test_a_check_of_a_file_another_step_writes_makes_its_step_depend_on_that_ste
     assert steps[1].depends_on == ["T"] and steps[0].depends_on == []
 
 
+def deps(steps):
+    return {s.step_id: s.depends_on for s in steps}
+
+
+def test_a_package_planned_unordered_has_its_init_run_after_every_module():
+    # the 1.5B's replan of textkit: three steps, no dependencies, each check only a parse
+    plan = [
+        step("S1", "textkit/words.py", action="coder"),
+        step("S2", "textkit/count.py", action="coder"),
+        step("S3", "textkit/__init__.py", action="coder"),
+        step("S4", "tests/test_words.py", action="coder"),
+    ]
+    steps, errors = parse(plan)
+    assert errors == [] and steps is not None
+    assert deps(steps) == {"S1": [], "S2": [], "S3": ["S1", "S2"], "S4": []}
+
+
+@pytest.mark.parametrize(
+    ("plan", "wanted"),
+    [
+        # a chain: the last module depends on the one before only, and then on both
+        (
+            [("A", "a.py", ()), ("B", "b.py", ("A",)), ("C", "c.py", ("B",))],
+            {"A": [], "B": ["A"], "C": ["B", "A"]},
+        ),
+        # the __init__.py already runs first (a module depends on it): the last module instead
+        (
+            [("I", "p/__init__.py", ()), ("A", "p/a.py", ("I",)), ("B", "p/b.py", ())],
+            {"I": [], "A": ["I"], "B": ["I", "A"]},
+        ),
+    ],
+)
+def test_the_step_run_after_every_module_adds_no_cycle(plan, wanted):
+    steps, errors = parse([step(i, out, action="coder", deps=d) for i, out, d in plan])
+    assert errors == [] and deps(steps) == wanted
+
+
+def test_a_plan_with_a_step_after_every_module_or_one_module_is_left_as_planned():
+    ordered = [step("A", "a.py"), step("B", "b.py", deps=("A",)), step("R", "README.md")]
+    steps, _ = parse(ordered)
+    assert deps(steps) == {"A": [], "B": ["A"], "R": []}
+    single = [step("A", "a.py"), step("T", "test_a.py"), step("R", "README.md")]
+    steps, _ = parse(single)
+    assert deps(steps) == {"A": [], "T": [], "R": []}
+
+
 def test_advice_names_the_step_that_writes_the_file_when_depending_on_it_makes_a_cycle():
     plan = [
         step("T", "tests/test_app.py", action="coder", deps=("S1",)),
