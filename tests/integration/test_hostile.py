@@ -154,7 +154,8 @@ HOSTILE_PLANS: dict[str, tuple[Any, str]] = {
     ),
     "unknown action": (_plan_with(action="shell"), "unknown action 'shell'"),
     "duplicate outputs": (
-        _plan_with(expected_output="a.md", action="coder"),  # two actions: not merged
+        # twins that depend on each other: not merged
+        [step("S1", "a.md", deps=("S2",)), step("S2", "a.md", deps=("S1",))],
         "both produce 'a.md'",
     ),
     "pytest of a file no step writes": (

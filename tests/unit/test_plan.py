@@ -24,7 +24,10 @@ def test_valid_plan_parses():
         ([step("S1", "a.md"), step("S1", "b.md")], "duplicate step_id 'S1'"),
         ([step("S1", "a.md", deps=("S9",))], "unknown step 'S9'"),
         ([step("S1", "a.md", deps=("S2",)), step("S2", "b.md", deps=("S1",))], "cycle"),
-        ([step("S1", "a.md"), step("S2", "a.md", action="coder")], "both produce 'a.md'"),
+        (
+            [step("S1", "a.md", deps=("S2",)), step("S2", "a.md", deps=("S1",))],
+            "both produce 'a.md'",
+        ),
         ([step("S1", "a.md", action="shell")], "unknown action 'shell'"),
         ([step("S1", "../a.md")], "climbs out"),
         ([step("S1", "work/S1/a.md")], "scratch space"),
