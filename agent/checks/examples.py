@@ -15,7 +15,7 @@ _PROGRAM = Path(__file__).with_name("examples_program.py")
 _HEAD = (
     "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
     'SMOKE: list[tuple[str, str]] = []\nGIVEN: str = ""\nKEEP: list[str] = []\n'
-    "SHARED: list[tuple[str, str]] = []\n"
+    "SHARED: list[tuple[str, str]] = []\nPATHS: list[str] = []\n"
 )
 
 
@@ -28,6 +28,7 @@ def examples_check(
     keep: Sequence[str] = (),
     calls: Sequence[tuple[str, str]] = (),
     shared: Sequence[tuple[str, str]] = (),
+    paths: Sequence[str] = (),
     stated: bool = True,
 ) -> dict[str, Any]:
     """A ``python`` check: every name in ``names`` is callable in the artifact, then every
@@ -39,7 +40,9 @@ def examples_check(
     every ``(caller, callee)`` in ``calls`` holds: ``caller``'s code refers to ``callee``;
     every ``(call, source)`` in ``shared`` returns, up to float rounding, what it returns in
     ``given`` (which defines the new function as the code ``source`` names: a refactor's
-    shared part, :func:`agent.plan.kept.shared_code`).
+    shared part, :func:`agent.plan.kept.shared_code`); every call in ``paths``, of a
+    function a stated example shows wrong in ``given``, ends as it does there when it takes
+    a path through that function the failing examples do not (a fix keeps the rest).
     ``stated`` keeps what is asserted beside the code, so a prompt
     can show it instead of the program (:func:`shown_check`)."""
     program = _PROGRAM.read_text(encoding="utf-8")
@@ -49,10 +52,11 @@ def examples_check(
     callers = [(str(a), str(b)) for a, b in calls]
     probes = [str(c) for c in keep] if given else []
     moved = [(str(c), str(w)) for c, w in shared] if given else []
+    routes = [str(c) for c in paths] if given and pairs else []
     head = (
         f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {smokes!r}\n"
-        f"GIVEN = {given if probes or moved else ''!r}\nKEEP = {probes!r}\n"
-        f"SHARED = {moved!r}\n"
+        f"GIVEN = {given if probes or moved or routes else ''!r}\nKEEP = {probes!r}\n"
+        f"SHARED = {moved!r}\nPATHS = {routes!r}\n"
     )
     spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
     if callers:
@@ -63,6 +67,8 @@ def examples_check(
             spec["stated"]["runs_without_error"] = [f"{c} -> {r}" if r else c for c, r in smokes]
         if probes:
             spec["stated"]["ends_as_in_the_given_file"] = probes
+        if routes:
+            spec["stated"]["ends_as_in_the_given_file_off_the_bug_s_path"] = routes
         if moved:
             spec["stated"]["returns_as_the_shared_code"] = [f"{c}: as {w}" for c, w in moved]
         if callers:

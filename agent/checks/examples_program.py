@@ -13,6 +13,10 @@ value. All failures are quoted at once. A smoke call that raises anything else
 ``GIVEN`` differs between two calls (time, randomness) is not compared. Every ``SHARED``
 call, of a function a refactor moves shared code into (``GIVEN`` defines it as that code),
 returns what it returns in ``GIVEN``, a float up to rounding (the code may be rearranged).
+Every ``PATHS`` call, of a function a stated example shows wrong in ``GIVEN`` (the bug to
+fix), ends as it does in ``GIVEN`` when, there, it runs a line of the function that every
+failing example skips and skips one each runs: a fix of the even-length ``median`` must
+not change what an odd-length list returns.
 """
 
 NAMES: list[str] = []
@@ -21,6 +25,7 @@ SMOKE: list[tuple[str, str]] = []
 GIVEN: str = ""
 KEEP: list[str] = []
 SHARED: list[tuple[str, str]] = []
+PATHS: list[str] = []
 
 _deepreflect_failed: list[str] = []
 for _name in NAMES:
@@ -112,27 +117,90 @@ def _deepreflect_reference():
     return namespace
 
 
-_deepreflect_compare = (KEEP or SHARED) and not _deepreflect_failed
+_deepreflect_compare = (KEEP or SHARED or PATHS) and not _deepreflect_failed
 _deepreflect_given = _deepreflect_reference() if _deepreflect_compare else None
+
+
+def _deepreflect_kept(call, was, why):
+    """Whether ``call`` ends here as it did in the given file (``was``); else say so."""
+    again = _deepreflect_outcome(call, _deepreflect_given)
+    if was[0] != again[0] or (was[0] == "raises" and was[1] != again[1]):
+        return True  # the given file itself does not end this call one way
+    now = _deepreflect_outcome(call, globals())
+    if was[0] == "raises":
+        same = now[0] == "raises" and now[1] == was[1]
+    elif now[0] == "raises":
+        same = False
+    else:  # a value only when it is plain data and the same twice: else any value will do
+        value = _deepreflect_plain(was[1]) and _deepreflect_equal(was[1], again[1])
+        same = not value or _deepreflect_equal(was[1], now[1])
+    if not same:
+        _deepreflect_failed.append(
+            f"{call} {_deepreflect_shown(now)}; in the given file it "
+            f"{_deepreflect_shown(was)} ({why})"
+        )
+    return same
+
+
 if _deepreflect_given is not None:
     for _call in KEEP:
         _was = _deepreflect_outcome(_call, _deepreflect_given)
-        _again = _deepreflect_outcome(_call, _deepreflect_given)
-        if _was[0] != _again[0] or (_was[0] == "raises" and _was[1] != _again[1]):
-            continue  # the given file itself does not end this call one way
-        _now = _deepreflect_outcome(_call, globals())
-        if _was[0] == "raises":
-            _same = _now[0] == "raises" and _now[1] == _was[1]
-        elif _now[0] == "raises":
-            _same = False
-        else:  # a value only when it is plain data and the same twice: else any value will do
-            _value = _deepreflect_plain(_was[1]) and _deepreflect_equal(_was[1], _again[1])
-            _same = not _value or _deepreflect_equal(_was[1], _now[1])
-        if not _same:
-            _deepreflect_failed.append(
-                f"{_call} {_deepreflect_shown(_now)}; in the given file it "
-                f"{_deepreflect_shown(_was)} (the goal says to keep it as it is)"
-            )
+        _deepreflect_kept(_call, _was, "the goal says to keep it as it is")
+
+
+def _deepreflect_traced(call, name):
+    """How ``call`` ends in the given file, and the lines of its function ``name`` it runs."""
+    import sys
+
+    code = getattr((_deepreflect_given or {}).get(name), "__code__", None)
+    lines = set()
+
+    def tracer(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return tracer
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        return _deepreflect_outcome(call, _deepreflect_given), lines
+    finally:
+        sys.settrace(before)
+
+
+def _deepreflect_failing(name):
+    """The stated examples of ``name`` the given file gets wrong, each with its lines."""
+    found = []
+    for call, want in EXAMPLES:
+        if call.split("(", 1)[0].strip() != name:
+            continue
+        outcome, lines = _deepreflect_traced(call, name)
+        try:
+            wrong = outcome[0] == "raises" or not outcome[1] == eval(want)
+        except Exception:
+            wrong = repr(outcome[1]) != want
+        if wrong and lines:
+            found.append((call, lines))
+    return found
+
+
+if _deepreflect_given is not None and PATHS and not _deepreflect_failed:
+    _deepreflect_bugs = {}
+    for _call in PATHS:
+        _name = _call.split("(", 1)[0].strip()
+        if _name not in _deepreflect_bugs:
+            _deepreflect_bugs[_name] = _deepreflect_failing(_name)
+        if not _deepreflect_bugs[_name]:
+            continue
+        _was, _lines = _deepreflect_traced(_call, _name)
+        _apart = all(_lines - b and b - _lines for _, b in _deepreflect_bugs[_name])
+        _bug = _deepreflect_bugs[_name][0][0]
+        if _apart and not _deepreflect_kept(
+            _call, _was, f"a path the failing {_bug} does not take: fix the bug, keep the rest"
+        ):
+            break  # one such call says it; the others would repeat it
 
 
 def _deepreflect_close(was, now):

@@ -28,7 +28,10 @@ alone: :func:`without_floor`):
 - a ``.py`` of the user's that a step rewrites keeps defining its public functions and
   classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
   and the functions the goal says to keep as they are end as they did in the given file
-  (:mod:`agent.plan.kept`);
+  (:mod:`agent.plan.kept`); when the goal fixes a bug its example shows, a call of the fixed
+  function that takes another path through it in the given file (a line every failing
+  example skips, and one each runs) ends as it did there: on the 1.5B a ``median`` fixed
+  for even lengths broke odd ones and the run ended ``success``;
 - a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` and keeps
   its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``), and has the keys
   the goal spells inside its objects somewhere (``"sku":``, ``x-hasKeys``), and a list the
@@ -113,6 +116,8 @@ _DESCENDING = re.compile(
 )
 _JSON_KEY = re.compile(r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:")
 _NOT_FUNCTIONS = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+# a goal that fixes a bug in the user's code: what the bug does not touch stays as given
+_FIX = re.compile(r"\b(?:bugs?|buggy|fix|fixes|fixed|wrong|broken|incorrect|regression)\b", re.I)
 
 
 def raise_to_floor(
@@ -295,8 +300,17 @@ def _module_floor(
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))
     smoke = goal_smoke_calls(goal)
+    fixed = [n for n in dict.fromkeys(_called(c) for c, _ in examples) if n in kept]
+    paths = probe_calls(given, fixed) if fixed and _FIX.search(goal) and comparable(given) else []
     return examples_check(
-        names, examples, smoke=smoke, given=given, keep=keep, calls=calls, shared=shared
+        names,
+        examples,
+        smoke=smoke,
+        given=given,
+        keep=keep,
+        calls=calls,
+        shared=shared,
+        paths=paths,
     )
 
 

@@ -386,3 +386,33 @@ def test_a_package_s_init_is_checked_as_the_package_a_user_imports():
     }
     failed = run_check(spec, files, "textkit/__init__.py")
     assert not failed["passed"] and "ImportError" in failed["evidence"]
+
+
+def test_a_fix_that_changes_a_path_the_bug_does_not_take_fails():
+    # what the 1.5B wrote for bughunt at c5d2c7c: the even branch fixed, the odd one broken
+    # ("median([3, 1, 2])" returned 2.5): the run ended success, the hidden tests failed
+    given = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+    steps, errors = parse_plan(
+        {"steps": [step("S1", "stats.py", action="coder")]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal("bughunt"),
+        files=["stats.py"],
+        kept={"stats.py": given},
+    )
+    assert errors == []
+    spec = steps[0].done_when
+    even = "return (ordered[middle] + ordered[middle + 1]) / 2"
+    fixed = given.replace(even, "return (ordered[middle - 1] + ordered[middle]) / 2")
+    odd_broken = fixed.replace("return ordered[middle]\n", f"{even}\n")
+    assert odd_broken != fixed
+    failed = run_check(spec, {"stats.py": odd_broken}, "stats.py")
+    assert not failed["passed"] and "a path the failing median([1, 2, 3, 4])" in failed["evidence"]
+    assert run_check(spec, {"stats.py": fixed}, "stats.py")["passed"]
+    # one formula for both lengths changes the code of the odd path, not what it returns
+    uniform = given.split("def median")[0] + (
+        "def median(values: list[float]) -> float:\n    if not values:\n"
+        "        raise ValueError('median of no values')\n    o = sorted(values)\n"
+        "    return (o[(len(o) - 1) // 2] + o[len(o) // 2]) / 2\n"
+    )
+    assert run_check(spec, {"stats.py": uniform}, "stats.py")["passed"]

@@ -285,6 +285,28 @@ def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
     assert parsed[0].done_when["checks"][1]["stated"]["defines"] == ["f"]
 
 
+@pytest.mark.parametrize(
+    ("goal", "paths"),
+    [
+        (
+            "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py.",
+            ["median([])", "median([2.5])"],
+        ),
+        # no bug to fix: the goal changes what median does, not only where it was wrong
+        ("In stats.py, make median([1, 2, 3, 4]) return 2 (the lower middle).", []),
+    ],
+)
+def test_a_fix_keeps_the_fixed_function_s_other_paths_only_when_the_goal_fixes(goal, paths):
+    kept = {"stats.py": "def median(v: list[float]) -> float:\n    return v[0]\n"}
+    steps = [step("S1", "stats.py", action="coder")]
+    parsed, errors = parse_plan(
+        {"steps": steps}, actions=ACTIONS, max_steps=5, goal=goal, files=["stats.py"], kept=kept
+    )
+    assert errors == []
+    stated = parsed[0].done_when["checks"][1]["stated"]
+    assert stated.get("ends_as_in_the_given_file_off_the_bug_s_path", [])[:2] == paths
+
+
 def test_the_planner_keeps_the_users_modules_as_given_only():
     from agent.plan.planner import user_modules
     from agent.vfs.entries import file_entry
