@@ -29,6 +29,21 @@ def floor_of(goal: str, output: str, check=None, *, databases=()) -> dict:
     return steps[0].done_when
 
 
+def users_module_floor(name: str, path: str) -> tuple[str, dict]:
+    """The given file of goal ``name`` and the floor of a one-step plan rewriting it."""
+    given = (GOALS / name / "given" / path).read_text()
+    steps, errors = parse_plan(
+        {"steps": [step("S1", path, action="coder")]},
+        actions={"coder"},
+        max_steps=5,
+        goal=goal(name),
+        files=[path],
+        kept={path: given},
+    )
+    assert errors == []
+    return given, steps[0].done_when
+
+
 def goal(name: str) -> str:
     return json.loads((GOALS / name / "goal.json").read_text())["goal"]
 
@@ -300,17 +315,7 @@ def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
 def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
     # what the 1.5B wrote for refactor at 2228483: music_price returns the unrounded
     # discounted_total(...) * 1.2, 10.799999999999999 where the given file returned 10.8
-    given = (GOALS / "refactor" / "given" / "pricing.py").read_text()
-    steps, errors = parse_plan(
-        {"steps": [step("S1", "pricing.py", action="coder")]},
-        actions={"coder"},
-        max_steps=5,
-        goal=goal("refactor"),
-        files=["pricing.py"],
-        kept={"pricing.py": given},
-    )
-    assert errors == []
-    spec = steps[0].done_when
+    given, spec = users_module_floor("refactor", "pricing.py")
     shared = (
         "def discounted_total(price, quantity, member):\n    total = price * quantity\n"
         "    if member:\n        total = total - total * 0.10\n"
@@ -391,17 +396,7 @@ def test_a_package_s_init_is_checked_as_the_package_a_user_imports():
 def test_a_fix_that_changes_a_path_the_bug_does_not_take_fails():
     # what the 1.5B wrote for bughunt at c5d2c7c: the even branch fixed, the odd one broken
     # ("median([3, 1, 2])" returned 2.5): the run ended success, the hidden tests failed
-    given = (GOALS / "bughunt" / "given" / "stats.py").read_text()
-    steps, errors = parse_plan(
-        {"steps": [step("S1", "stats.py", action="coder")]},
-        actions={"coder"},
-        max_steps=5,
-        goal=goal("bughunt"),
-        files=["stats.py"],
-        kept={"stats.py": given},
-    )
-    assert errors == []
-    spec = steps[0].done_when
+    given, spec = users_module_floor("bughunt", "stats.py")
     even = "return (ordered[middle] + ordered[middle + 1]) / 2"
     fixed = given.replace(even, "return (ordered[middle - 1] + ordered[middle]) / 2")
     odd_broken = fixed.replace("return ordered[middle]\n", f"{even}\n")
