@@ -455,13 +455,10 @@ def _check_syntax(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
                 if bare:  # called, but never imported: a NameError once it runs
                     why = f"{path} calls {', '.join(bare)} but never imports it (a NameError)"
                 return make_report("syntax", False, 0.0, why[:400])
-        elif uses or defines:
-            named = "'uses'" if uses else "'defines'"
-            return make_report("syntax", False, 0.0, f"{named} is for Python modules, not {path}")
-        elif suffix == ".json":
-            json.loads(text)
+        elif mismatch := syntax_mismatch(spec, path):
+            return make_report("syntax", False, 0.0, mismatch)
         else:
-            return make_report("syntax", False, 0.0, f"no syntax check for {suffix or path}")
+            json.loads(text)
     except SyntaxError as exc:
         where = f" at line {exc.lineno}: {(exc.text or '').strip()}" if exc.lineno else ""
         return make_report("syntax", False, 0.0, f"{path}: SyntaxError: {exc.msg}{where}"[:400])
@@ -492,6 +489,23 @@ def _defined(tree: ast.Module) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, defined)}
 
 
+def syntax_mismatch(spec: Mapping[str, Any], path: str) -> str | None:
+    """Why a ``syntax`` check fails on ``path`` whatever the file holds, or None: it parses
+    only Python and JSON, and only a module defines or uses names."""
+    suffix = posixpath.splitext(path)[1].lower()
+    if suffix == ".py":
+        return None
+    if spec.get("uses") or spec.get("defines"):
+        named = "'uses'" if spec.get("uses") else "'defines'"
+        return f"{named} is for Python modules, not {path}"
+    return None if suffix == ".json" else f"no syntax check for {suffix or path}"
+
+
+def _validate_syntax_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
+    why = syntax_mismatch(spec, scope.artifact) if scope.artifact else None
+    return [f"kind 'syntax' cannot pass here: {why}"] if why else []
+
+
 def _validate_syntax(spec: dict[str, Any]) -> list[str]:
     errors = []
     for key in ("uses", "defines"):
@@ -510,6 +524,7 @@ def register() -> None:
         "syntax",
         _check_syntax,
         validate=_validate_syntax,
+        validate_in_scope=_validate_syntax_in_scope,
         describe=(
             '{"kind": "syntax", "uses": ["name"], "defines": ["name"]} (a .py or .json artifact'
             " parses; a module refers to each name in 'uses' and defines each in 'defines';"

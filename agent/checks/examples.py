@@ -4,11 +4,12 @@ whose results are known (a HumanEval docstring's, a goal's "median([1, 2, 3, 4])
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXAMPLES_TIMEOUT_S", "examples_check", "shown_check"]
+__all__ = ["EXAMPLES_TIMEOUT_S", "checks_listed", "examples_check", "shown_check"]
 
 EXAMPLES_TIMEOUT_S = 10.0
 _PROGRAM = Path(__file__).with_name("examples_program.py")
@@ -87,3 +88,19 @@ def shown_check(spec: Any) -> Any:
     if spec.get("kind") == "python" and isinstance(stated, dict):
         return {"kind": "python", "runs": True, **stated}
     return spec
+
+
+def checks_listed(spec: Any) -> str:
+    """``spec`` as :func:`shown_check` shows it, one line per part (``- json_schema:
+    {"schema": …}``), with no ``{"kind": "all", "checks": …}`` around it: asked for a program
+    printing ``deploy.json``, the 1.5B printed the check's own JSON on two runs of five."""
+    shown = shown_check(spec)
+    parts = shown["checks"] if isinstance(shown, dict) and shown.get("kind") == "all" else [shown]
+    lines = []
+    for part in parts:
+        if not isinstance(part, dict):
+            lines.append(f"- rubric: {part}")
+            continue
+        rest = {k: v for k, v in part.items() if k not in ("kind", "floor")}
+        lines.append(f"- {part.get('kind')}" + (f": {json.dumps(rest)}" if rest else ""))
+    return "\n".join(lines)

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.checks import check_kinds
-from agent.checks.examples import shown_check
+from agent.checks.examples import checks_listed, shown_check
 from agent.controller.focus import Focus
 from agent.prompts import render
 from agent.tools.text_calls import fence_language
@@ -102,6 +102,8 @@ def direct_messages(
     path = str(step["expected_output"])
     values = _direct_values(step, goal, files)
     first, revision = _COMPUTED if computed else _DIRECT
+    if computed:  # a program printing JSON copies JSON it is shown: the checks as lines
+        values["done_when"] = checks_listed(step.get("done_when"))
     if feedback is None or (computed and not draft.strip()):
         if draft.strip() and not computed:
             values["files"] += _fenced(path, draft, "subagent_direct_current")

@@ -24,7 +24,7 @@ from agent.plan.planner import apply_plan, ask_planner
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
 from agent.state import SubagentTask
-from agent.vfs.entries import scratch_prefix
+from agent.vfs.entries import finished_artifacts, scratch_prefix
 from agent.vfs.origin import user_paths
 
 __all__ = ["Planner", "dispatch", "subagent_task"]
@@ -130,13 +130,20 @@ def subagent_task(
 
     Paths, not contents: a ``Send`` is stored with the checkpoint (twice: as a write and as a
     pending task), so contents in it would store each input again for every step reading
-    it. The subagent reads the contents from the ``files`` channel when it starts."""
+    it. The subagent reads the contents from the ``files`` channel when it starts.
+
+    Besides its dependencies' outputs and the user's files, a step reads the finished
+    artifacts of earlier plans that this plan does not write again: on the 1.5B a replan
+    kept only ``textkit/__init__.py``, and its check could not import the finished
+    ``textkit/words.py`` it had no step for."""
     by_id = {s["step_id"]: s for s in state["plan"]["steps"]}
     readable = [by_id[d]["expected_output"] for d in step["depends_on"] if d in by_id]
     own = [step["expected_output"]] + [
         p for p in files if p.startswith(scratch_prefix(step["step_id"]))
     ]
-    paths = dict.fromkeys(readable + user_paths(files) + own)  # every step reads the user's
+    planned = {s["expected_output"] for s in by_id.values()}
+    earlier = [p for p in finished_artifacts(files) if p not in planned]
+    paths = dict.fromkeys(readable + user_paths(files) + earlier + own)  # and the user's
     return {
         "step": dict(step),
         "goal": state.get("goal", ""),

@@ -59,7 +59,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from agent.checks import check_kinds, validate_check_spec
+from agent.checks import CheckScope, check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
@@ -133,6 +133,7 @@ def raise_to_floor(
     kept = kept or {}
     out = []
     for step in steps:
+        step = _without_impossible(step)
         spec = step.done_when
         weak = set(check_kinds(spec)) <= WEAK_KINDS
         if _raised(spec):
@@ -147,7 +148,7 @@ def raise_to_floor(
         own = _parts(step.done_when)
         floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
         parts = [_presence(step.expected_output), *floors]
-        parts += [p for p in own if _still_needed(p)]
+        parts += [p for p in own if _still_needed(p, step.expected_output)]
         # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
         raised = {
             "kind": "all",
@@ -158,15 +159,36 @@ def raise_to_floor(
     return out
 
 
-def _still_needed(part: Any) -> bool:
+def _still_needed(part: Any, path: str) -> bool:
     """Whether the planner's own ``part`` stays beside the floor: not presence (the floor
     has it), nor a weak check the planner wrote wrong (the floor proves more than it). On
     the 1.5B a replan's ``syntax`` check with ``uses`` that were not names refused the
     whole plan, and the run ended ``invalid_plan``."""
     if not isinstance(part, dict):
         return True
-    kind = part.get("kind")
-    return kind not in PRESENCE and not (kind in WEAK_KINDS and validate_check_spec(part))
+    return part.get("kind") not in PRESENCE and not _impossible(part, path)
+
+
+def _impossible(part: Any, path: str) -> bool:
+    """A weak check the planner wrote that is invalid, or that cannot pass on ``path``
+    whatever it holds: on the 1.5B a replan gave ``top_genres.sql`` a ``syntax`` check with
+    ``uses``, which failed every draft of a right query until the depth cap."""
+    if not isinstance(part, dict) or part.get("kind") not in WEAK_KINDS:
+        return False
+    return bool(validate_check_spec(part, CheckScope(artifact=path)))
+
+
+def _without_impossible(step: Step) -> Step:
+    """``step`` without the weak parts of its ``all`` check that cannot pass (kept when
+    nothing else is left: validation then says why)."""
+    spec = step.done_when
+    if not isinstance(spec, dict) or spec.get("kind") != "all" or _raised(spec):
+        return step
+    parts = list(spec.get("checks") or [])
+    kept = [p for p in parts if not _impossible(p, step.expected_output)]
+    if not kept or len(kept) == len(parts):
+        return step
+    return step.model_copy(update={"done_when": {**spec, "checks": kept}})
 
 
 def _presence(path: str) -> dict[str, str]:

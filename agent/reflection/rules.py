@@ -16,11 +16,12 @@ from typing import Any, Literal
 # the words qualified: the record of one reflection here is a Decision too
 from agent import vocabulary
 from agent.errors import ErrorClass
+from agent.plan.needs import named_files
 from agent.plan.progress import is_done, pending_steps
 from agent.reflection.answers import choices
 from agent.reflection.situation import Situation
 from agent.vfs.quoting import clean_text, quote_data
-from agent.vocabulary import FileStatus, Status, StopReason
+from agent.vocabulary import FileStatus, Planning, Status, StopReason
 
 # the error classes that end a run, each its own stop reason
 FATAL_ERRORS = (ErrorClass.PERMISSION_DENIED, ErrorClass.POLICY_REJECTED, ErrorClass.INVALID_INPUT)
@@ -80,15 +81,43 @@ def rule_progress(s: Situation) -> Decision | None:
             or entry.get("written_at_step") != s.step
         ):
             return None
-    if any(
-        e.get("kind") == "critique" and e.get("status") == FileStatus.ACTIVE
-        for e in s.files.values()
-    ):
+    if _open_critique(s):
         return None
     if not s.ready:
         return None
     return Decision(
         vocabulary.Decision.CONTINUE, "every new artifact passed its check", counts_depth=False
+    )
+
+
+def rule_finished(s: Situation) -> Decision | None:
+    """The work the goal names is finished: every planned artifact passed its check, the
+    plan writes a file the goal names and every file it names is there, and no blocking
+    critique is open → end, without asking the model. On the 1.5B a reflection shown one
+    finished query answered "replan: the goal requires more steps", and the replans rewrote
+    the right query until the depth cap (or as ``-- No changes required``). With rolling
+    planning a finished plan may be one segment of the goal: the model is asked."""
+    if not s.plan or s.planning != Planning.UPFRONT or pending_steps(s.plan, s.files):
+        return None
+    outputs = {st["expected_output"] for st in s.plan.get("steps", [])}
+    named = set(named_files(s.goal))
+    if not outputs & named or any(p not in outputs and p not in s.files for p in named):
+        return None
+    if _open_critique(s):
+        return None
+    done = s.done_files()
+    return Decision(
+        vocabulary.Decision.END,
+        "every planned artifact passed its check and every file the goal names is there",
+        counts_depth=False,
+        final_answer=f"Done. Artifacts: {', '.join(done)}.",
+    )
+
+
+def _open_critique(s: Situation) -> bool:
+    return any(
+        e.get("kind") == "critique" and e.get("status") == FileStatus.ACTIVE
+        for e in s.files.values()
     )
 
 
@@ -174,6 +203,7 @@ Rule = Callable[[Situation], Decision | None]
 RULES: tuple[Rule, ...] = (
     rule_fatal_error,
     rule_progress,
+    rule_finished,
     rule_depth_cap,
     rule_budget,
     rule_repeated_defect,

@@ -216,6 +216,11 @@ def is_scratch(path: str) -> bool:
     return path.startswith(SCRATCH)
 
 
+def finished_artifacts(files: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The paths of the artifacts whose check passed (``done``), not scratch, sorted."""
+    return sorted(p for p, e in files.items() if e.get("status") == "done" and not is_scratch(p))
+
+
 class Workspace:
     """A subagent's view of the filesystem: what it may read, what it may write.
 

@@ -531,3 +531,45 @@ def test_a_weak_check_the_planner_wrote_wrong_gives_way_to_the_floor():
     (a,) = plan(step("S1", "pkg/a.py", action="coder", check=wrong), goal=goal)
     assert validate_check_spec(a.done_when) == []
     assert wrong not in a.done_when["checks"]
+
+
+def test_a_weak_check_that_cannot_pass_on_its_file_gives_way():
+    # a replan of the 1.5B: a syntax check with "uses" on top_genres.sql failed every
+    # draft of a right query until the depth cap
+    impossible = {"kind": "syntax", "uses": ["query"], "defines": ["query"]}
+    sql = {"kind": "sql", "db": "chinook"}
+    plan_ = {
+        "steps": [
+            step(
+                "S1", "top.sql", action="coder", check={"kind": "all", "checks": [sql, impossible]}
+            ),
+            step(
+                "S2",
+                "notes.md",
+                check={"kind": "all", "checks": [{"kind": "contains", "all": ["x"]}, impossible]},
+            ),
+        ]
+    }
+    parsed, errors = parse_plan(plan_, actions=ACTIONS, max_steps=5, databases=["chinook"])
+    assert errors == []
+    top = set(check_kinds(parsed[0].done_when))
+    assert "syntax" not in top and "sql" in top
+    notes = set(check_kinds(parsed[1].done_when))
+    assert "syntax" not in notes and "contains" in notes
+    alone = {"steps": [step("S1", "notes.md", check={"kind": "syntax"})]}
+    parsed, errors = parse_plan(alone, actions=ACTIONS, max_steps=5)
+    assert parsed is None and any("cannot pass here: no syntax check for .md" in e for e in errors)
+
+
+def test_a_program_printing_json_is_shown_its_checks_as_lines_not_as_json():
+    from agent.checks.examples import checks_listed
+
+    spec = {
+        "kind": "all",
+        "checks": [{"kind": "non_empty"}, {"kind": "json_schema", "schema": {"type": "object"}}],
+        "floor": True,
+    }
+    listed = checks_listed(spec)
+    assert listed.splitlines() == ["- non_empty", '- json_schema: {"schema": {"type": "object"}}']
+    assert '"kind"' not in listed and "checks" not in listed
+    assert checks_listed("clear and short") == "- rubric: clear and short"

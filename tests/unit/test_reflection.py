@@ -16,7 +16,7 @@ from tests.fakes import step
 def situation(files=None, *, steps=None, depth=0, cap=4, dispatched=(), events=(), **kw):
     steps = steps or [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
     return Situation(
-        goal="goal",
+        goal=kw.pop("goal", "goal"),
         plan={"version": 1, "steps": steps},
         files=files or {},
         step=kw.pop("step_no", 1),
@@ -54,6 +54,34 @@ def test_progress_rule_steps_aside_for_an_open_critique():
         "work/S0/critique.json": file_entry("{}", step=1, kind="critique"),
     }
     assert decide_by_rule(situation(files, dispatched=["S1"])) is None
+
+
+def test_a_finished_plan_of_the_files_the_goal_names_ends_by_rule():
+    # on the 1.5B a reflection shown the one finished query replanned it until the depth cap
+    files = {"top.sql": done("top.sql")}
+    steps = [step("S1", "top.sql")]
+    goal = "Write top.sql: the three genres with the most tracks."
+    decision = decide_by_rule(situation(files, steps=steps, goal=goal, depth=1))
+    assert (
+        decision.decision == "end" and decision.by == "rule" and "top.sql" in decision.final_answer
+    )
+
+
+def test_the_finished_rule_steps_aside_when_the_goal_may_want_more():
+    files = {"a.md": done("a.md"), "b.md": done("b.md")}
+    named_missing = situation(files, goal="Write a.md, b.md and c.md.")  # c.md: no step
+    no_name = situation(files)  # "goal" names no file: the model decides
+    rolling = situation(files, goal="Write a.md and b.md.", planning="rolling")
+    failing = situation({**files, "b.md": failed("b.md")}, goal="Write a.md and b.md.")
+    critique = {"work/S0/critique.json": file_entry("{}", step=1, kind="critique")}
+    open_critique = situation({**files, **critique}, goal="Write a.md and b.md.")
+    for s in (named_missing, no_name, rolling, failing, open_critique):
+        assert decide_by_rule(s) is None or decide_by_rule(s).decision != "end"
+    given = {**files, "data.csv": file_entry("x", step=0)}  # a named file the user gave
+    assert (
+        decide_by_rule(situation(given, goal="Read data.csv; write a.md and b.md.")).decision
+        == "end"
+    )
 
 
 def test_depth_cap_forces_escalate():
