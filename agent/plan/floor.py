@@ -15,8 +15,9 @@ alone: :func:`without_floor`):
   with values of the types its signature states (``to_roman(1)``), raises no error of broken
   code (``TypeError``, ``NameError`` …) and returns the stated type; names, examples and
   calls only when the goal names this file as its one module, and the floor at all only
-  when every other module the plan writes is one the step depends on (a module imports its
-  siblings when it runs); else the module must parse (``syntax``: on the 1.5B a
+  when every other module the plan writes (but a package's ``__init__.py``, which the
+  package imports without) is one the step depends on (a module imports its siblings when
+  it runs); else the module must parse (``syntax``: on the 1.5B a
   ``textkit/words.py`` with a ``SyntaxError`` passed ``non_empty``). The step that runs
   after every module of a package imports each of them as a user would (two modules that
   imported each other at the top each parsed, and the package did not import). A refactor's
@@ -294,12 +295,16 @@ def _module_floor(
     path = step.expected_output
     if is_test_file(path):
         return None
+    # the siblings it may import must be written first; a package's __init__.py need not
+    # be (the folder imports without it), so a module written after its siblings runs, and
+    # their mutual imports fail where the step writing the last of them can fix them
     others = {
         s.expected_output
         for s in steps
         if s.step_id != step.step_id
         and _is_module(s.expected_output)
         and not is_test_file(s.expected_output)
+        and posixpath.basename(s.expected_output) != "__init__.py"
     }
     defines = goal_defines(goal, path, asked)
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
