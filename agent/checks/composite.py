@@ -66,16 +66,22 @@ def _validate_all_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]
 
 def _check_all(spec: dict[str, Any], files: Mapping[str, str], path: str) -> CheckReport:
     """Each part in order; the first that fails decides, its evidence before the passed
-    ones' (evidence is clipped, and the failure is what a revision needs). The report's
+    ones' (evidence is clipped, and the failure is what a revision needs), its score the
+    share of parts passed (the failing one's own score counted in part): the revise loop
+    keeps the best-scored draft, and on the 1.5B a blank first ``report.md`` tied with a
+    later one that only lacked its citations, and was kept. The report's
     kind is the deciding part's: the failing one, else the first beyond presence (the
     strongest evidence), so a report always names one kind of the table."""
     evidence: list[str] = []
     decided: str | None = None
-    for part in spec["checks"]:
+    parts = spec["checks"]
+    for done, part in enumerate(parts):
         report = run_lent_check(part, files, path)
         line = f"{report['kind']}: {report['evidence']}"
         if not report["passed"]:
-            return make_report(report["kind"], False, report["score"], "; ".join([line, *evidence]))
+            # the parts passed count: a report without its citations outscores a blank one
+            score = (done + float(report["score"])) / len(parts)
+            return make_report(report["kind"], False, score, "; ".join([line, *evidence]))
         evidence.append(line)
         if decided is None and report["kind"] not in PRESENCE:
             decided = report["kind"]

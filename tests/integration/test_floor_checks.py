@@ -297,6 +297,17 @@ def test_all_runs_and_validates_but_is_not_offered_to_the_planner():
     assert validate_check_spec({"kind": "all", "checks": [{"kind": "exists"}]}) == []
 
 
+def test_an_all_check_scores_the_share_of_its_parts_passed():
+    # the revise loop keeps the best-scored draft: a blank report.md tied with one that only
+    # lacked a phrase, and the blank one was kept
+    spec = {"kind": "all", "checks": [{"kind": "non_empty"}, {"kind": "contains", "all": ["HNSW"]}]}
+    blank = run_check(spec, {"r.md": ""}, "r.md")
+    partial = run_check(spec, {"r.md": "a report"}, "r.md")
+    done = run_check(spec, {"r.md": "a report on HNSW"}, "r.md")
+    assert (blank["passed"], partial["passed"], done["passed"]) == (False, False, True)
+    assert blank["score"] == 0.0 and partial["score"] == 0.5 and done["score"] == 1.0
+
+
 def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
     plan = {
         "steps": [
