@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
-from agent.limits import MAX_REVISIONS
+from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
 from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
@@ -70,6 +70,13 @@ class Context:
     max_revisions: int = field(
         default=MAX_REVISIONS,
         metadata={"description": "Revisions a subagent may make after its first draft."},
+    )
+    fresh_drafts: int = field(
+        default=FRESH_DRAFTS,
+        metadata={
+            "description": "Fresh drafts (the step asked anew, sampled) a subagent may try "
+            "once a revision repeats a failed draft or gains less than min_gain; 0: none."
+        },
     )
     min_gain: float = field(
         default=0.05,
@@ -250,8 +257,10 @@ class Context:
             known = ", ".join(DEPTH_CAP_BY_WORKLOAD)
             msg = f"unknown workload {self.workload!r}; expected one of {known}"
             errors.append(("workload", msg))
-        for name in ("max_revisions", "max_steps", "max_parallel", "max_plan_steps"):
-            if name in typed and getattr(self, name) < (0 if name == "max_revisions" else 1):
+        counts = ("max_revisions", "fresh_drafts", "max_steps", "max_parallel", "max_plan_steps")
+        for name in counts:
+            least = 0 if name in ("max_revisions", "fresh_drafts") else 1
+            if name in typed and getattr(self, name) < least:
                 errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"

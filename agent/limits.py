@@ -10,7 +10,11 @@ MAX_REVISIONS = 2
 MAX_TOOL_TURNS = 12
 """Model turns one draft may take with its tools (``build_graph(max_tool_turns=...)``)."""
 
+FRESH_DRAFTS = 3
+"""Fresh drafts a step's revise loop may draw once revising stops helping
+(``Context.fresh_drafts``, ``LoopConfig.fresh_drafts``)."""
+
 REPEATED_TEMPERATURE = 0.7
-"""The sampling temperature of a revision asked again because it repeated a draft that had
-already failed (``agent.controller.revise``): at the model's own (greedy on our benchmarks),
-the same prompt would get the same draft back."""
+"""The sampling temperature of a fresh draft, and of a revision asked again because it
+repeated a draft that had already failed (``agent.controller.revise``): at the model's own
+(greedy on our benchmarks), the same prompt would get the same draft back."""

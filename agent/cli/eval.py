@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.cli.output import print_json
+from agent.limits import FRESH_DRAFTS
 
 
 def add_parser(sub: Any) -> None:
@@ -21,6 +22,12 @@ def add_parser(sub: Any) -> None:
         help="model critic (the judge) merged with the check's critique",
     )
     ev.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
+    ev.add_argument(
+        "--fresh-drafts",
+        type=int,
+        default=FRESH_DRAFTS,
+        help=f"drafts asked anew once revising stops helping (default {FRESH_DRAFTS})",
+    )
     ev.add_argument("--evidence", choices=["check", "visible"], default="check")
     ev.add_argument("--seeded-errors", action="store_true", help="plant errors in references")
     ev.add_argument("--limit", type=int, help="only the first N tasks")
@@ -50,6 +57,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
 
     options = {k: getattr(args, k) for k in ("dataset", "model", "critic", "rounds", "limit")}
     options.update(evidence=args.evidence, workers=args.workers, seed=args.seed)
+    options.update(fresh_drafts=args.fresh_drafts)
     # progress goes to stderr, so that --json output stays clean
     with eval_progress(Console(stderr=True, highlight=False)) as progress:
         report = evaluate(

@@ -24,6 +24,7 @@ CONTEXT_FLAGS = {
     "request_timeout": "request_timeout_s",
     "max_output_tokens": "max_output_tokens",
     "max_revisions": "max_revisions",
+    "fresh_drafts": "fresh_drafts",
     "token_budget": "token_budget",
     "time_budget": "time_budget_s",
     "max_parallel": "max_parallel",
@@ -111,6 +112,10 @@ def budgets(p: argparse.ArgumentParser, note: str = "") -> None:
     g = p.add_argument_group("budgets" + note)
     env = not note
     _setting(g, "--max-revisions", "revisions after a first draft", type=int, metavar="N", env=env)
+    _setting(
+        g, "--fresh-drafts", "drafts asked anew once revising stops helping", type=int,
+        metavar="N", env=env,
+    )  # fmt: skip
     _setting(g, "--token-budget", "tokens one user turn may spend", type=int, metavar="N", env=env)
     _setting(g, "--time-budget", "seconds one user turn may take", type=float, metavar="S", env=env)
     _setting(g, "--max-parallel", "subagents at once", type=int, metavar="N", env=env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -40,6 +40,9 @@ class Feedback(TypedDict):
     """True when the answer to this feedback was a draft already seen: it is asked once more,
     told so, before the loop stops `oscillating` (a greedy small model sent a failing
     ``stats.py`` back unchanged; asked again, sampled, it can move)."""
+    fresh: NotRequired[bool]
+    """True for a fresh draft (``LoopConfig.fresh_drafts``): the task asked anew, sampled, as
+    for the first draft; `draft` and `issues` are what the loop last saw, not to be shown."""
 
 
 # Each callable may be sync or a coroutine function: the loop awaits what it returns.
@@ -60,7 +63,8 @@ class LoopConfig:
     """
 
     max_revisions: int = MAX_REVISIONS
-    """Revisions allowed after the first draft, so at most `max_revisions + 1` critiques."""
+    """Revisions allowed after the first draft, so at most `max_revisions + fresh_drafts + 1`
+    critiques."""
     min_gain: float = 0.05
     """Score gain a revision must make; falling short on two consecutive rounds is `stalled`."""
     token_budget: int = 40_000
@@ -69,10 +73,17 @@ class LoopConfig:
     """Wall-clock seconds after which no new revision starts."""
     feedback_cap: int = 5
     """Most issues handed to the generator in one revision."""
+    fresh_drafts: int = 0
+    """Fresh drafts a stuck loop may draw besides its revisions: once a revision hands back
+    a draft already seen, or gains less than `min_gain`, the task is asked anew, sampled,
+    without the failed draft (shown its draft, Qwen2.5-Coder-1.5B sent it back on every
+    HumanEval draft it got wrong; asked anew, 4 of 6 were right within five tries, and the
+    check tells which). The loop then stops `stalled` when they are used up. 0: revisions
+    only, two short gains in a row stop it `stalled`."""
 
     def __post_init__(self) -> None:
-        if self.max_revisions < 0 or self.feedback_cap < 1:
-            msg = f"need max_revisions >= 0 and feedback_cap >= 1, got {self}"
+        if self.max_revisions < 0 or self.feedback_cap < 1 or self.fresh_drafts < 0:
+            msg = f"need max_revisions, fresh_drafts >= 0 and feedback_cap >= 1, got {self}"
             raise ValueError(msg)
         if self.token_budget <= 0 or self.timeout_s <= 0:
             msg = f"need a positive token_budget and timeout_s, got {self}"
@@ -107,6 +118,8 @@ class LoopResult:
     error: Exception | None = None
     """The exception that stopped the loop (`critic_error` from a raising critic or
     evidence, `generator_error`), so the caller can classify and record it; else None."""
+    fresh: int = 0
+    """Fresh drafts drawn (``LoopConfig.fresh_drafts``); they are not counted in `rounds`."""
 
     def __post_init__(self) -> None:
         self.converged = self.stop_reason == LoopStop.PASS
@@ -120,6 +133,7 @@ class _Round:
     evidence: CheckReport
     critique: Critique | None  # grounded; None when malformed or when the critic raised
     error: Exception | None = None  # what gather_evidence or critique raised, if anything
+    fresh: bool = False  # a fresh draft (the task asked anew), not a revision
 
     @property
     def score(self) -> float:
@@ -167,39 +181,107 @@ async def arevise_loop(
     started = clock()
     draft, tokens = await maybe_await(generate(task, None))
     rounds: list[_Round] = []
+    state = _Progress()
 
     while True:
         current, cost = await _evaluate(task, draft, gather_evidence, critique)
+        current = replace(current, fresh=state.drew_fresh)
         tokens += cost
         rounds.append(current)
         if current.error is not None:
-            revisions = len(rounds) - 1
             return _result(
                 rounds,
                 LoopStop.CRITIC_ERROR,
-                revisions=revisions,
+                revisions=state.revisions,
                 tokens=tokens,
                 error=current.error,
+                fresh=state.fresh,
             )
-
-        reason = _stop_reason(rounds, tokens=tokens, elapsed=clock() - started, config=config)
+        state.judge(rounds, config)
+        reason = _stop_reason(
+            rounds, tokens=tokens, elapsed=clock() - started, config=config, state=state
+        )
         if reason is not None:
-            return _result(rounds, reason, revisions=len(rounds) - 1, tokens=tokens)
+            return _result(
+                rounds, reason, revisions=state.revisions, tokens=tokens, fresh=state.fresh
+            )
         asked = _feedback(current, config.feedback_cap)
         try:
-            draft, cost = await maybe_await(generate(task, asked))
+            draft, cost = await _next_draft(task, asked, generate, rounds, config, state)
             tokens += cost
-            if _seen(draft, rounds):  # asked once more, told so, before it is oscillating
-                draft, cost = await maybe_await(generate(task, asked | {"repeated": True}))
-                tokens += cost
         except Exception as exc:
             _propagate_if_retryable(exc)
-            revisions = len(rounds) - 1
             return _result(
-                rounds, LoopStop.GENERATOR_ERROR, revisions=revisions, tokens=tokens, error=exc
+                rounds,
+                LoopStop.GENERATOR_ERROR,
+                revisions=state.revisions,
+                tokens=tokens,
+                error=exc,
+                fresh=state.fresh,
             )
         if _seen(draft, rounds):
-            return _result(rounds, LoopStop.OSCILLATING, revisions=len(rounds), tokens=tokens)
+            revisions = state.revisions
+            return _result(
+                rounds, LoopStop.OSCILLATING, revisions=revisions, tokens=tokens, fresh=state.fresh
+            )
+
+
+@dataclass
+class _Progress:
+    """Where one loop stands: revisions asked, fresh drafts drawn, and whether revising has
+    stopped helping (``stuck``: a revision handed back a draft already seen, or gained less
+    than ``min_gain`` on the draft it revised)."""
+
+    revisions: int = 0
+    fresh: int = 0
+    stuck: bool = False
+    drew_fresh: bool = False
+    """Whether the draft being evaluated is a fresh one."""
+
+    def fresh_left(self, config: LoopConfig) -> bool:
+        return self.stuck and self.fresh < config.fresh_drafts
+
+    def judge(self, rounds: list[_Round], config: LoopConfig) -> None:
+        """A revision that gained too little makes the loop stuck (fresh drafts are
+        independent tries: their gains say nothing about revising)."""
+        latest = rounds[-1]
+        if len(rounds) >= 2 and not latest.fresh and config.fresh_drafts:
+            self.stuck |= latest.score - rounds[-2].score < config.min_gain
+
+
+async def _next_draft(
+    task: str,
+    asked: Feedback,
+    generate: Generate,
+    rounds: list[_Round],
+    config: LoopConfig,
+    state: _Progress,
+) -> Generated:
+    """The next draft to evaluate: a revision of the latest draft while revising helps,
+    else a fresh draft (the task asked anew, ``Feedback.fresh``) while ``fresh_drafts``
+    last; a fresh draft equal to one already seen is drawn again within that allowance. A
+    revision repeating a seen draft is asked once more, told so, when no fresh draft is
+    allowed. The caller stops ``oscillating`` if what this returns was already seen."""
+    tokens = 0
+    if not state.fresh_left(config):
+        state.drew_fresh = False
+        draft, cost = await maybe_await(generate(task, asked))
+        state.revisions += 1
+        tokens += cost
+        if not _seen(draft, rounds):
+            return draft, tokens
+        state.stuck = True
+        if not state.fresh_left(config):  # asked once more, told so, before it is oscillating
+            draft, cost = await maybe_await(generate(task, asked | {"repeated": True}))
+            return draft, tokens + cost
+    while state.fresh_left(config):
+        state.drew_fresh = True
+        draft, cost = await maybe_await(generate(task, asked | {"fresh": True}))
+        state.fresh += 1
+        tokens += cost
+        if not _seen(draft, rounds):
+            break
+    return draft, tokens
 
 
 def _seen(draft: str, rounds: list[_Round]) -> bool:
@@ -236,19 +318,30 @@ async def _evaluate(
 
 
 def _stop_reason(
-    rounds: list[_Round], *, tokens: int, elapsed: float, config: LoopConfig
+    rounds: list[_Round],
+    *,
+    tokens: int,
+    elapsed: float,
+    config: LoopConfig,
+    state: _Progress | None = None,
 ) -> LoopStop | None:
-    """The stop rules in order, judged on the rounds so far; the first that fires names the stop."""
+    """The stop rules in order, judged on the rounds so far; the first that fires names the stop.
+    While fresh drafts are left to a stuck loop, only the token budget and time stop it."""
+    state = state or _Progress(revisions=len(rounds) - 1)
     if rounds[-1].passed:
         return LoopStop.PASS
     if len(rounds) >= 2 and all(r.critique is None for r in rounds[-2:]):
         return LoopStop.CRITIC_ERROR
+    fresh_left = state.fresh_left(config)
+    if state.stuck and config.fresh_drafts and not fresh_left:
+        return LoopStop.STALLED  # neither revising nor starting over helped
     # the gain falls short on two consecutive rounds, not on a single one (docs/architecture.md)
     gains = [later.score - earlier.score for earlier, later in pairwise(rounds[-3:])]
-    if len(gains) == 2 and max(gains) < config.min_gain:
+    if not fresh_left and len(gains) == 2 and max(gains) < config.min_gain:
         return LoopStop.STALLED
-    revisions = len(rounds) - 1
-    if revisions >= config.max_revisions or tokens >= config.token_budget:
+    if tokens >= config.token_budget or (
+        not fresh_left and state.revisions >= config.max_revisions
+    ):
         return LoopStop.BUDGET
     if elapsed >= config.timeout_s:
         return LoopStop.TIMEOUT
@@ -273,6 +366,7 @@ def _result(
     revisions: int,
     tokens: int,
     error: Exception | None = None,
+    fresh: int = 0,
 ) -> LoopResult:
     """Report the best round: a passing draft outranks every blocked one, then a draft whose
     executable evidence passed (a model critic's score never outweighs a passing check), then
@@ -289,6 +383,7 @@ def _result(
         evidence=best.evidence,
         history=[_record(round_no, r) for round_no, r in enumerate(rounds)],
         error=error,
+        fresh=fresh,
     )
 
 
@@ -301,6 +396,8 @@ def _record(round_no: int, evaluated: _Round) -> dict[str, Any]:
         "evidence_passed": bool(evaluated.evidence.get("passed")),
         "malformed": evaluated.critique is None,
     }
+    if evaluated.fresh:
+        record["fresh"] = True
     if evaluated.error is not None:
         record["error"] = describe(evaluated.error)
     return record

@@ -133,15 +133,18 @@ class StepWorker:
         A step that needs no tool but the file tools is asked directly (its inputs and
         draft in the prompt, the artifact in a fence: :mod:`agent.controller.prompting`),
         as a user asking the model plainly would, unless ``tool_calling`` is ``native``.
-        A revision asked again because it repeated a failed draft samples at
-        ``REPEATED_TEMPERATURE``: greedy, it would repeat it again."""
-        repeated = bool(feedback and feedback.get("repeated"))
-        with self.model.sampling(REPEATED_TEMPERATURE) if repeated else nullcontext():
+        A fresh draft (``Feedback.fresh``) is asked as the first one was, the failed draft
+        not shown; it, and a revision asked again because it repeated a failed draft, sample
+        at ``REPEATED_TEMPERATURE``: greedy, they would repeat it again."""
+        sampled = bool(feedback and (feedback.get("repeated") or feedback.get("fresh")))
+        with self.model.sampling(REPEATED_TEMPERATURE) if sampled else nullcontext():
             return await self._agenerate(feedback)
 
     async def _agenerate(self, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
         before = self.model.tokens
         self.revision = 0 if feedback is None else self.revision + 1
+        fresh = bool(feedback and feedback.get("fresh"))
+        feedback = None if fresh else feedback  # asked as the first draft was
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE
         direct = None if native else self.direct_inputs()
         path = self.step["expected_output"]
@@ -162,7 +165,7 @@ class StepWorker:
                 goal=self.goal,
                 system_prompt=self.system_prompt,
                 files=direct,
-                draft=draft.artifact(),
+                draft=self.given if fresh else draft.artifact(),
                 feedback=feedback,
             )
             try:

@@ -12,7 +12,7 @@ from agent.eval.common import Progress
 from agent.eval.datasets import load_dataset
 from agent.eval.reflection import Evidence, run_reflection_eval
 from agent.eval.seeded import SEEDED_TIMEOUT_S, run_seeded_eval
-from agent.limits import MAX_REVISIONS
+from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
 from agent.models.factory import JUDGE, load_model
 
 
@@ -23,6 +23,7 @@ def evaluate(
     critic: str | BaseChatModel | None = None,
     seeded_errors: bool = False,
     rounds: int = MAX_REVISIONS,
+    fresh_drafts: int = FRESH_DRAFTS,
     limit: int | None = None,
     evidence: Evidence = "check",
     workers: int | None = None,
@@ -47,6 +48,7 @@ def evaluate(
         rounds=rounds,
         timeout_s=timeout_s,
         request_timeout_s=request_timeout_s,
+        fresh_drafts=fresh_drafts,
     )
     sampling = {"temperature": temperature, "timeout": request_timeout_s}
     generator = _sampling(model, "coder", **sampling) if model is not None else None
@@ -70,6 +72,7 @@ def evaluate(
         generator,
         critic=judge,
         max_revisions=rounds,
+        fresh_drafts=fresh_drafts,
         evidence=evidence,
         workers=workers or 4,
         progress=progress,
@@ -99,11 +102,13 @@ def _check_options(
     rounds: int,
     timeout_s: float,
     request_timeout_s: float | None = None,
+    fresh_drafts: int = 0,
 ) -> None:
     """Refuse what cannot run before a model or a dataset is loaded."""
-    if rounds < 0:
-        msg = f"--rounds must be 0 or more, not {rounds}"
-        raise ConfigError(msg)
+    for flag, count in (("--rounds", rounds), ("--fresh-drafts", fresh_drafts)):
+        if count < 0:
+            msg = f"{flag} must be 0 or more, not {count}"
+            raise ConfigError(msg)
     if timeout_s <= 0:
         msg = f"--timeout must be positive, not {timeout_s}"
         raise ConfigError(msg)

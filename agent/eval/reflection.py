@@ -50,12 +50,15 @@ from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
 from agent.eval.datasets import Task
-from agent.limits import MAX_REVISIONS
+from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
 from agent.models.factory import JUDGE, Metered, merge_usage, total_tokens
 from agent.prompts import load_prompt
 from agent.vocabulary import StructuredOutput
 
 Evidence = Literal["check", "visible"]
+LOOP_TIMEOUT_S = 900.0
+"""A task's loop wall bound: a CPU-served 1.5B takes 10-40 s per draft, so the loop's own
+120 s would measure the machine's speed rather than reflection (tokens still bound it)."""
 
 
 class _Grader:
@@ -221,12 +224,15 @@ def reflect_task(
     *,
     critic: BaseChatModel | None = None,
     max_revisions: int = MAX_REVISIONS,
+    fresh_drafts: int = FRESH_DRAFTS,
     evidence: Evidence = "check",
     loop_config: LoopConfig | None = None,
 ) -> dict[str, Any]:
     """Run one task through the revise loop; grade the first draft and the final one."""
     trial = _Trial(task, model, critic, evidence)
-    config = loop_config or LoopConfig(max_revisions=max_revisions)
+    config = loop_config or LoopConfig(
+        max_revisions=max_revisions, fresh_drafts=fresh_drafts, timeout_s=LOOP_TIMEOUT_S
+    )
     result = revise_loop(task.prompt, trial.generate, trial.gather, trial.critique, config)
     if result.error is not None:  # the loop kept its best draft; a measurement has none to use
         raise result.error
@@ -249,6 +255,7 @@ def _task_record(trial: _Trial, result: LoopResult) -> dict[str, Any]:
         "final_correct": final_ok,
         "change": change,
         "rounds": result.rounds,
+        "fresh_drafts": result.fresh,
         "stop_reason": result.stop_reason,
         "converged": result.converged,
         "tokens": {"off": total_tokens(trial.first_usage), "on": total_tokens(spent)},
@@ -307,6 +314,7 @@ def run_reflection_eval(
     *,
     critic: BaseChatModel | None = None,
     max_revisions: int = MAX_REVISIONS,
+    fresh_drafts: int = FRESH_DRAFTS,
     evidence: Evidence = "check",
     workers: int = 4,
     progress: Progress | None = None,
@@ -320,7 +328,12 @@ def run_reflection_eval(
 
     def one(task: Task) -> dict[str, Any]:
         return reflect_task(
-            task, model, critic=critic, max_revisions=max_revisions, evidence=evidence
+            task,
+            model,
+            critic=critic,
+            max_revisions=max_revisions,
+            fresh_drafts=fresh_drafts,
+            evidence=evidence,
         )
 
     records, wall_time_s = map_tasks(one, tasks, workers, progress)
@@ -328,6 +341,7 @@ def run_reflection_eval(
         "mode": "reflection",
         **dict(labels or {}),
         "max_revisions": max_revisions,
+        "fresh_drafts": fresh_drafts,
         "evidence": evidence,
         "workers": workers,
         "wall_time_s": wall_time_s,

@@ -85,6 +85,7 @@ class Subagent:
             extra_tools=list(spec.get("tools") or []),
             loop_config=LoopConfig(
                 max_revisions=ctx.max_revisions,
+                fresh_drafts=ctx.fresh_drafts,
                 min_gain=ctx.min_gain,
                 token_budget=max(1, int(task["token_allowance"])),
                 timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
