@@ -171,6 +171,7 @@ def step_worker(
     goal: str = "the goal",
     inputs: Mapping[str, str] | None = None,
     max_revisions: int = 2,
+    fresh_drafts: int = 0,
     judge: Any = None,
     **options: Any,
 ) -> tuple[Any, ScriptedChatModel]:
@@ -188,7 +189,7 @@ def step_worker(
         system_prompt="system",
         model=Metered(model, "coder", "function_calling"),
         judge=judge,
-        loop_config=LoopConfig(max_revisions=max_revisions),
+        loop_config=LoopConfig(max_revisions=max_revisions, fresh_drafts=fresh_drafts),
         **options,
     )
     return worker, model

@@ -115,6 +115,7 @@ class StepRecords:
             rounds=result.rounds,
             defect=signature,
             observation=str(report.get("evidence", ""))[:300],
+            **({"fresh_drafts": result.fresh} if result.fresh else {}),
         )
 
     def _critique_file(

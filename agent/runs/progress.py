@@ -107,7 +107,11 @@ class Progress:
             elif action == "result":
                 passed = bool(event.get("passed"))
                 outcome = ("done", "green") if passed else ("failed", "red")
-                after = f" after {event.get('rounds')} revision(s) ({event.get('stop_reason')})"
+                fresh = event.get("fresh_drafts")
+                drew = f" and {fresh} fresh draft(s)" if fresh else ""
+                after = (
+                    f" after {event.get('rounds')} revision(s){drew} ({event.get('stop_reason')})"
+                )
                 self.say(f"  {step_id} ", outcome, after)
             elif action == "error":
                 self.say(f"  {step_id} ", ("error", "red"), f" {event.get('observation')}")

@@ -83,12 +83,13 @@ _critique = st.one_of(
     drafts=st.lists(st.sampled_from(["d0", "d1", "d2", "d3"]), min_size=1, max_size=8),
     critiques=st.lists(_critique, min_size=1, max_size=8),
     max_revisions=st.integers(0, 4),
+    fresh_drafts=st.integers(0, 3),
     min_gain=st.sampled_from([0.0, 0.05, 0.3]),
     token_budget=st.integers(1, 2_000),
     tokens=st.integers(0, 400),
 )
 def test_revise_loop_stops_in_bounds_and_never_returns_a_worse_draft(
-    drafts, critiques, max_revisions, min_gain, token_budget, tokens
+    drafts, critiques, max_revisions, fresh_drafts, min_gain, token_budget, tokens
 ):
     generated: list[str] = []
     critiqued: list[Any] = []
@@ -107,13 +108,20 @@ def test_revise_loop_stops_in_bounds_and_never_returns_a_worse_draft(
         evaluated.append(draft)
         return {"passed": False, "evidence": "x"}
 
-    config = LoopConfig(max_revisions=max_revisions, min_gain=min_gain, token_budget=token_budget)
+    config = LoopConfig(
+        max_revisions=max_revisions,
+        fresh_drafts=fresh_drafts,
+        min_gain=min_gain,
+        token_budget=token_budget,
+    )
     result = revise_loop("task", generate, evidence, critique, config)
 
     assert result.stop_reason in STOP_REASONS
-    assert 0 <= result.rounds <= max_revisions
-    assert len(evaluated) <= max_revisions + 1 and len(critiqued) == len(evaluated)
-    assert len(generated) <= 2 * max_revisions + 1  # a repeated revision is asked once more
+    assert 0 <= result.rounds <= max_revisions and 0 <= result.fresh <= fresh_drafts
+    assert len(evaluated) <= max_revisions + fresh_drafts + 1
+    assert len(critiqued) == len(evaluated)
+    # a repeated revision is asked once more, unless fresh drafts replace that ask
+    assert len(generated) <= 2 * max_revisions + fresh_drafts + 1
     assert result.best in evaluated
     parsed = [parse_critique(c) for c in critiqued]
     scores = [p.score if p else 0.0 for p in parsed]  # malformed scores 0, never approval

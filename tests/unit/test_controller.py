@@ -358,6 +358,60 @@ def test_loop_config_rejects_impossible_bounds(bad: dict[str, Any]) -> None:
         LoopConfig(**bad)
 
 
+def _fresh(sim: Sim) -> list[bool]:
+    return [bool(f and f.get("fresh")) for f in sim.feedback]
+
+
+def test_a_revision_handing_back_its_draft_is_followed_by_fresh_drafts() -> None:
+    # the 1.5B shown its failing HumanEval draft sent it back: the task is asked anew
+    sim = Sim([blocked(0.3), blocked(0.3), approved()], drafts=["A", "A", "B", "C"])
+    result = sim.run(max_revisions=2, fresh_drafts=3)
+    assert (result.stop_reason, result.best, result.rounds, result.fresh) == ("pass", "C", 1, 2)
+    assert _fresh(sim) == [False, False, True, True]
+    assert [h.get("fresh", False) for h in result.history] == [False, True, True]
+    assert not any(f and f.get("repeated") for f in sim.feedback)  # fresh replaces the re-ask
+
+
+def test_a_revision_gaining_too_little_makes_the_loop_draw_fresh_drafts() -> None:
+    sim = Sim([blocked(0.5), blocked(0.52), blocked(0.5), blocked(0.5)])
+    result = sim.run(max_revisions=10, fresh_drafts=2)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("stalled", 1, 2)
+    assert _fresh(sim) == [False, False, True, True]
+    assert result.best == "draft 1"  # the best draft is kept, fresh or not
+
+
+def test_a_revision_that_helps_is_revised_again_not_replaced() -> None:
+    sim = Sim([blocked(0.2), blocked(0.5), approved()])
+    result = sim.run(max_revisions=2, fresh_drafts=3)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("pass", 2, 0)
+
+
+def test_a_fresh_draft_equal_to_a_seen_one_is_drawn_again_within_the_allowance() -> None:
+    sim = Sim([blocked(0.3), approved()], drafts=["A", "A", "A", "B"])
+    result = sim.run(max_revisions=2, fresh_drafts=2)
+    assert (result.stop_reason, result.best, result.fresh) == ("pass", "B", 2)
+    assert sim.critiqued == ["A", "B"]
+
+
+def test_fresh_drafts_that_all_repeat_stop_oscillating() -> None:
+    sim = Sim([blocked(0.3)], drafts=["A", "A", "A", "A"])
+    result = sim.run(max_revisions=2, fresh_drafts=2)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("oscillating", 1, 2)
+    assert sim.critiqued == ["A"]
+
+
+def test_fresh_drafts_stop_at_the_token_budget() -> None:
+    sim = Sim([blocked(0.3), blocked(0.3), blocked(0.3)], generate_tokens=100)
+    result = sim.run(max_revisions=5, fresh_drafts=5, token_budget=250)
+    assert (result.stop_reason, result.fresh) == ("budget", 1)
+
+
+def test_no_fresh_drafts_keeps_revising_until_two_short_gains() -> None:
+    sim = Sim([blocked(0.5), blocked(0.52), blocked(0.5)])
+    result = sim.run(max_revisions=10, fresh_drafts=0)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("stalled", 2, 0)
+
+
 # -- the best draft ---------------------------------------------------------------------------
 
 

@@ -614,3 +614,19 @@ def test_a_new_file_is_revised_whole_even_when_its_evidence_names_a_function():
     run = execute(w)
     assert run.files["stats.py"]["status"] == "done"
     assert prompt_values("subagent_direct_revision", str(model.calls[1][-1].content))
+
+
+def test_a_fresh_draft_is_asked_as_the_first_was_with_the_user_s_file_not_the_failed_draft():
+    # shown its failed draft, the 1.5B sends it back; a fresh draft sees the file as given
+    w, model = worker(
+        ["```\nnope\n```", "```\nnope\n```", "```\nOK\n```"],
+        inputs={"out.txt": "given text\n"},
+        tool_calling="text",
+        fresh_drafts=2,
+    )
+    run = execute(w)
+    assert run.files["out.txt"]["status"] == "done" and run.files["out.txt"]["content"] == "OK\n"
+    fresh = str(model.calls[2][-1].content)
+    assert prompt_values("subagent_direct", fresh) is not None
+    assert "given text" in fresh and "nope" not in fresh
+    assert len(model.calls) == 3
