@@ -189,41 +189,22 @@ async def arevise_loop(
         tokens += cost
         rounds.append(current)
         if current.error is not None:
-            return _result(
-                rounds,
-                LoopStop.CRITIC_ERROR,
-                revisions=state.revisions,
-                tokens=tokens,
-                error=current.error,
-                fresh=state.fresh,
-            )
+            return _result(rounds, LoopStop.CRITIC_ERROR, state, tokens, current.error)
         state.judge(rounds, config)
         reason = _stop_reason(
             rounds, tokens=tokens, elapsed=clock() - started, config=config, state=state
         )
         if reason is not None:
-            return _result(
-                rounds, reason, revisions=state.revisions, tokens=tokens, fresh=state.fresh
-            )
+            return _result(rounds, reason, state, tokens)
         asked = _feedback(current, config.feedback_cap)
         try:
             draft, cost = await _next_draft(task, asked, generate, rounds, config, state)
             tokens += cost
         except Exception as exc:
             _propagate_if_retryable(exc)
-            return _result(
-                rounds,
-                LoopStop.GENERATOR_ERROR,
-                revisions=state.revisions,
-                tokens=tokens,
-                error=exc,
-                fresh=state.fresh,
-            )
+            return _result(rounds, LoopStop.GENERATOR_ERROR, state, tokens, exc)
         if _seen(draft, rounds):
-            revisions = state.revisions
-            return _result(
-                rounds, LoopStop.OSCILLATING, revisions=revisions, tokens=tokens, fresh=state.fresh
-            )
+            return _result(rounds, LoopStop.OSCILLATING, state, tokens)
 
 
 @dataclass
@@ -323,11 +304,10 @@ def _stop_reason(
     tokens: int,
     elapsed: float,
     config: LoopConfig,
-    state: _Progress | None = None,
+    state: _Progress,
 ) -> LoopStop | None:
     """The stop rules in order, judged on the rounds so far; the first that fires names the stop.
     While fresh drafts are left to a stuck loop, only the token budget and time stop it."""
-    state = state or _Progress(revisions=len(rounds) - 1)
     if rounds[-1].passed:
         return LoopStop.PASS
     if len(rounds) >= 2 and all(r.critique is None for r in rounds[-2:]):
@@ -362,11 +342,9 @@ def _feedback(current: _Round, cap: int) -> Feedback:
 def _result(
     rounds: list[_Round],
     reason: LoopStop,
-    *,
-    revisions: int,
+    state: _Progress,
     tokens: int,
     error: Exception | None = None,
-    fresh: int = 0,
 ) -> LoopResult:
     """Report the best round: a passing draft outranks every blocked one, then a draft whose
     executable evidence passed (a model critic's score never outweighs a passing check), then
@@ -377,13 +355,13 @@ def _result(
         best=best.draft,
         best_score=best.score,
         stop_reason=reason,
-        rounds=revisions,
+        rounds=state.revisions,
         issues=feedback(best.critique.issues, cap=None) if best.critique else [],
         tokens=tokens,
         evidence=best.evidence,
         history=[_record(round_no, r) for round_no, r in enumerate(rounds)],
         error=error,
-        fresh=fresh,
+        fresh=state.fresh,
     )
 
 
