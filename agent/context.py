@@ -261,7 +261,8 @@ class Context:
         for name in counts:
             least = 0 if name in ("max_revisions", "fresh_drafts") else 1
             if name in typed and getattr(self, name) < least:
-                errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
+                bound = "0 or more" if least == 0 else "positive"
+                errors.append((name, f"{name} must be {bound}, got {getattr(self, name)}"))
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             errors.append(("max_plan_steps", msg))

@@ -78,8 +78,9 @@ class LoopConfig:
     a draft already seen, or gains less than `min_gain`, the task is asked anew, sampled,
     without the failed draft (shown its draft, Qwen2.5-Coder-1.5B sent it back on every
     HumanEval draft it got wrong; asked anew, 4 of 6 were right within five tries, and the
-    check tells which). The loop then stops `stalled` when they are used up. 0: revisions
-    only, two short gains in a row stop it `stalled`."""
+    check tells which). The loop then stops `stalled` when they are used up (`oscillating`
+    when the last one repeats a draft already seen). 0: revisions only, two short gains in
+    a row stop it `stalled`."""
 
     def __post_init__(self) -> None:
         if self.max_revisions < 0 or self.feedback_cap < 1 or self.fresh_drafts < 0:

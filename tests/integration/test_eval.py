@@ -320,6 +320,21 @@ def test_a_request_timeout_reaches_the_models_and_a_bad_one_is_refused(monkeypat
     assert "--request-timeout must be positive" in capsys.readouterr().err
 
 
+def test_eval_passes_fresh_drafts_to_the_loop_and_refuses_a_negative_count(monkeypatch, capsys):
+    from agent.eval import entry
+
+    seen: list[int] = []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setattr(
+        entry, "run_reflection_eval", lambda tasks, g, **kw: seen.append(kw["fresh_drafts"]) or {}
+    )
+    entry.evaluate(str(SAMPLE), model="openai:m", fresh_drafts=1, limit=1)
+    assert seen == [1]
+    args = ["eval", "--dataset", str(SAMPLE), "--model", "openai:m", "--fresh-drafts", "-1"]
+    assert main(args) == 2
+    assert "--fresh-drafts must be 0 or more, not -1" in capsys.readouterr().err
+
+
 def test_eval_command_prints_a_table(capsys):
     assert main(["eval", "--dataset", str(SAMPLE), "--seeded-errors", "--limit", "2"]) == 0
     out = capsys.readouterr().out

@@ -102,3 +102,8 @@ def test_agent_eval_is_there_without_importing_it():
     import agent
 
     assert callable(agent.eval.evaluate)
+
+
+def test_fresh_drafts_may_be_zero_but_not_negative():
+    assert Context(fresh_drafts=0).validate() == []
+    assert Context(fresh_drafts=-1).validate() == ["fresh_drafts must be 0 or more, got -1"]

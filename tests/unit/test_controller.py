@@ -559,3 +559,8 @@ def test_a_passing_check_outranks_a_higher_model_critic_score():
         LoopConfig(max_revisions=1),
     )
     assert result.best == "right"
+
+
+def test_a_negative_fresh_drafts_is_refused() -> None:
+    with pytest.raises(ValueError, match="fresh_drafts"):
+        LoopConfig(fresh_drafts=-1)
