@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
 from agent.models.scripted import tool_call
-from agent.prompts import load_prompt
+from agent.prompts import load_prompt, prompts_dir
 
 
 def step(
@@ -51,14 +51,30 @@ def prompt_values(name: str, text: str) -> dict[str, str] | None:
     """The values ``render(name, ...)`` filled in to produce ``text``, or None if ``text``
     is not that prompt. Read from the prompt file itself, so it survives any rewording:
     the way a test recognises a prompt, or a fake server recovers what a call was about."""
+    found = re.fullmatch(_prompt_pattern(name, named=True), text, re.DOTALL)
+    return found.groupdict() if found else None
+
+
+def _prompt_pattern(name: str, *, named: bool) -> str:
+    """The regular expression of prompt ``name``. A field with a prompt of its own
+    (``{run_goal}`` and ``prompts/subagent_run_goal.txt``) is that prompt or nothing, so two
+    fields side by side (``{run_goal}{instructions}``) still split where the text does."""
     pattern, seen = "", set()
     for literal, field, _spec, _conversion in string.Formatter().parse(load_prompt(name)):
         pattern += re.escape(literal)
-        if field is not None:
-            pattern += f"(?P={field})" if field in seen else f"(?P<{field}>.*?)"
-            seen.add(field)
-    found = re.fullmatch(pattern, text, re.DOTALL)
-    return found.groupdict() if found else None
+        if field is None:
+            continue
+        own = f"subagent_{field}"
+        if own != name and (prompts_dir() / f"{own}.txt").is_file():
+            inner = f"(?:{_prompt_pattern(own, named=False)})?"
+        else:
+            inner = ".*?"
+        if not named:
+            pattern += inner
+        else:
+            pattern += f"(?P={field})" if field in seen else f"(?P<{field}>{inner})"
+        seen.add(field)
+    return pattern
 
 
 def calls_of(model: ScriptedChatModel, step_id: str) -> list[list[BaseMessage]]:

@@ -48,7 +48,7 @@ def task_messages(
     """The conversation a draft starts from: the first draft's task, or a revision's."""
     step_id = str(step["step_id"])
     values = {
-        "goal": goal,
+        "run_goal": run_goal(goal, str(step["instructions"])),
         "step_id": step_id,
         "instructions": step["instructions"],
         "expected_output": step["expected_output"],
@@ -107,6 +107,8 @@ def direct_messages(
     if feedback is None or (computed and not draft.strip()):
         if draft.strip() and not computed:
             values["files"] += _fenced(path, draft, "subagent_direct_current")
+        if not computed:
+            values["done_when_line"] = done_when_line(step.get("done_when"))
         human = render(first, **values)
     else:
         issues = "\n".join(_issue_line(i) for i in feedback.get("issues", []))
@@ -166,12 +168,30 @@ def _direct_values(step: Mapping[str, Any], goal: str, files: Mapping[str, str])
     """What every prompt of a step asked directly is filled with: the goal, the step, its
     check and its input files in fences."""
     return {
-        "goal": goal,
+        "run_goal": run_goal(goal, str(step["instructions"])),
         "instructions": step["instructions"],
         "expected_output": str(step["expected_output"]),
         "done_when": json.dumps(shown_check(step.get("done_when"))),
         "files": "".join(_fenced(p, text, "subagent_direct_file") for p, text in files.items()),
     }
+
+
+def run_goal(goal: str, instructions: str) -> str:
+    """The goal line a step's prompt opens with, or nothing when it would say nothing new:
+    no goal, or a goal the instructions already hold whole (a task asked as its own goal)."""
+    goal = goal.strip()
+    if not goal or goal in instructions:
+        return ""
+    return render("subagent_run_goal", goal=goal)
+
+
+def done_when_line(spec: Any) -> str:
+    """What a first draft is told of its check, or nothing when the check shows no more
+    than its kind (``{"kind": "python"}`` tells the model nothing it can act on)."""
+    shown = shown_check(spec)
+    if isinstance(shown, dict) and set(shown) <= {"kind"}:
+        return ""
+    return render("subagent_done_when_line", done_when=json.dumps(shown))
 
 
 def repeated_note(feedback: Mapping[str, Any], path: str) -> str:

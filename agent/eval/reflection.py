@@ -122,7 +122,7 @@ def _coder(
             "expected_output": task.path,
             "done_when": _shown_check(spec),
         },
-        goal=f"Solve evaluation task {task.id}.",
+        goal=task.prompt,  # the task is the whole goal: its prompt carries no goal line
         inputs=inputs,
         round_no=0,
         system_prompt=load_prompt("subagents/coder"),
