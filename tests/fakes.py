@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
 from agent.models.scripted import tool_call
-from agent.prompts import load_prompt, prompts_dir
+from agent.prompts import load_prompt
 
 
 def step(
@@ -55,17 +55,20 @@ def prompt_values(name: str, text: str) -> dict[str, str] | None:
     return found.groupdict() if found else None
 
 
+OPTIONAL_PARTS = {"run_goal": "subagent_run_goal", "done_when_line": "subagent_done_when_line"}
+"""Fields filled with a prompt of their own or with nothing (``agent.controller.prompting``)."""
+
+
 def _prompt_pattern(name: str, *, named: bool) -> str:
-    """The regular expression of prompt ``name``. A field with a prompt of its own
-    (``{run_goal}`` and ``prompts/subagent_run_goal.txt``) is that prompt or nothing, so two
-    fields side by side (``{run_goal}{instructions}``) still split where the text does."""
+    """The regular expression of prompt ``name``. A field of :data:`OPTIONAL_PARTS` is its
+    prompt or nothing, so two fields side by side (``{run_goal}{instructions}``) still split
+    where the text does."""
     pattern, seen = "", set()
     for literal, field, _spec, _conversion in string.Formatter().parse(load_prompt(name)):
         pattern += re.escape(literal)
         if field is None:
             continue
-        own = f"subagent_{field}"
-        if own != name and (prompts_dir() / f"{own}.txt").is_file():
+        if (own := OPTIONAL_PARTS.get(field)) is not None:
             inner = f"(?:{_prompt_pattern(own, named=False)})?"
         else:
             inner = ".*?"

@@ -27,6 +27,7 @@ from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
 from agent.controller.focus import focus_for, splice
+from agent.controller.habits import as_learnt, learn
 from agent.controller.prompting import (
     direct_inputs,
     direct_messages,
@@ -288,8 +289,9 @@ class StepWorker:
                 self.agenerate,
                 self.gather_evidence,
                 critique_check,
-                config=self.loop_config,
+                config=as_learnt(self.loop_config, self.model.model),
             )
+            learn(self.model.model, result)
         except AwaitingHuman as waiting:
             # stop here, keeping what a re-run needs: the requests and the answers so far
             run.approvals = {r["id"]: r for r in waiting.requests}

@@ -46,6 +46,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
 from agent.checks.critique import critique_from_check, merge
+from agent.controller.habits import as_learnt, learn
 from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
@@ -233,7 +234,9 @@ def reflect_task(
     config = loop_config or LoopConfig(
         max_revisions=max_revisions, fresh_drafts=fresh_drafts, timeout_s=LOOP_TIMEOUT_S
     )
+    config = as_learnt(config, model)  # as a plan step's loop learns what revising does
     result = revise_loop(task.prompt, trial.generate, trial.gather, trial.critique, config)
+    learn(model, result)
     if result.error is not None:  # the loop kept its best draft; a measurement has none to use
         raise result.error
     return _task_record(trial, result)

@@ -65,6 +65,7 @@ class Reflection:
                 return model_failure(exc, "reflection", state, ctx, usage, last=last)
             update["usage"] = metered.usage
             decision = rules.validate_decision(decision, s)
+        decision = rules.held_to_evidence(decision, s)
         update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)
         return command_for(decision, state, ctx, update, situation=s)
 

@@ -319,10 +319,14 @@ def _module_floor(
     if modules != [path]:
         names = list(dict.fromkeys([*defines, *kept]))
         spec = examples_check(names, [], given=given, keep=keep, calls=calls, shared=shared)
+        parts = [spec]
+        # run, it must still use what its part of the goal names: on the 1.5B a count.py
+        # that split words itself, never calling split_words, ran and passed (a false success)
+        if uses := goal_uses(goal, path, asked):
+            parts.append({"kind": "syntax", "uses": uses})
         if imports := _package_imports(steps):
-            code = "".join(f"import {m}\n" for m in imports)
-            return {"kind": "all", "checks": [spec, {"kind": "python", "code": code}]}
-        return spec
+            parts.append({"kind": "python", "code": "".join(f"import {m}\n" for m in imports)})
+        return parts[0] if len(parts) == 1 else {"kind": "all", "checks": parts}
     examples = goal_examples(goal)
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
     names = list(dict.fromkeys([*stated, *kept]))

@@ -62,7 +62,8 @@ async def ask_planner(
             databases=databases,
             files=tuple(p for p in files if not is_scratch(p)),
             asked=named_files(goal),
-            goal=goal,
+            # the human's answer states examples too ("split_words('Hi') == ['hi']")
+            goal=f"{goal}\n\n{answer}" if answer.strip() else goal,
             kept=user_modules(files),
         )
         return PlanOutcome(steps, errors)

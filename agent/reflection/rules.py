@@ -20,6 +20,7 @@ from agent.plan.needs import named_files
 from agent.plan.progress import is_done, pending_steps
 from agent.reflection.answers import choices
 from agent.reflection.situation import Situation
+from agent.reflection.unverified import unrun_functions
 from agent.vfs.quoting import clean_text, quote_data
 from agent.vocabulary import FileStatus, Planning, Status, StopReason
 
@@ -257,6 +258,39 @@ def validate_decision(d: Decision, s: Situation) -> Decision:
     if d.decision == vocabulary.Decision.ESCALATE and not d.question:
         d.question = d.reason or "How should I proceed?"
     return d
+
+
+def held_to_evidence(d: Decision, s: Situation) -> Decision:
+    """An ``end`` (by rule or by the model) stands only when every function the checks
+    assert is defined was also run by one of them; else a human is asked to accept the
+    artifacts or give examples (:mod:`agent.reflection.unverified`): "success" would claim
+    what nothing tested."""
+    if d.decision != vocabulary.Decision.END:
+        return d
+    unrun = unrun_functions(s.plan, s.files)
+    if not unrun:
+        return d
+    listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in sorted(unrun.items()))
+    first = next(iter(sorted(unrun.items())))[1][0]
+    return Decision(
+        vocabulary.Decision.ESCALATE,
+        f"every planned artifact passed its check, but no check ran {listed}",
+        by=d.by,
+        forced=True,
+        counts_depth=False,
+        stop_reason=StopReason.UNVERIFIED,
+        question=(
+            f"Every planned artifact passed its check, but no check ran these functions, so "
+            f"nothing shows they do what the goal says ({clean_text(listed, EXCERPT_CHARS)}): "
+            f"the goal gives no example of them. Accept the artifacts as they are, or answer "
+            f"with examples (such as {first}(...) == ...) and they will be checked."
+        ),
+        suggested_responses=[
+            "accept the artifacts as they are",
+            f"examples: {first}(...) == ...",
+            "stop here",
+        ],
+    )
 
 
 def log_entry(d: Decision, s: Situation) -> dict[str, Any]:

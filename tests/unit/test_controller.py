@@ -412,6 +412,40 @@ def test_no_fresh_drafts_keeps_revising_until_two_short_gains() -> None:
     assert (result.stop_reason, result.rounds, result.fresh) == ("stalled", 2, 0)
 
 
+def test_fresh_first_draws_the_fresh_drafts_before_any_revision() -> None:
+    sim = Sim([blocked(0.3), blocked(0.3), approved()])
+    result = sim.run(max_revisions=2, fresh_drafts=3, fresh_first=True)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("pass", 0, 2)
+    assert _fresh(sim) == [False, True, True]
+
+
+def test_fresh_first_stops_stalled_once_its_fresh_drafts_are_spent() -> None:
+    sim = Sim([blocked(0.3), blocked(0.4), blocked(0.2)])
+    result = sim.run(max_revisions=2, fresh_drafts=2, fresh_first=True)
+    assert (result.stop_reason, result.rounds, result.fresh, result.best) == (
+        "stalled",
+        0,
+        2,
+        "draft 1",
+    )
+
+
+def test_fresh_first_without_fresh_drafts_revises_as_before() -> None:
+    sim = Sim([blocked(0.2), blocked(0.5), approved()])
+    result = sim.run(max_revisions=2, fresh_drafts=0, fresh_first=True)
+    assert (result.stop_reason, result.rounds, result.fresh) == ("pass", 2, 0)
+
+
+def test_the_result_counts_revisions_that_helped_and_revisions_that_did_not() -> None:
+    helped = Sim([blocked(0.2), blocked(0.5), approved()]).run(max_revisions=2, fresh_drafts=3)
+    assert (helped.revisions_helped, helped.revisions_stuck) == (2, 0)
+    handed_back = Sim([blocked(0.3), blocked(0.3), approved()], drafts=["A", "A", "B", "C"])
+    result = handed_back.run(max_revisions=2, fresh_drafts=3)
+    assert (result.revisions_helped, result.revisions_stuck) == (0, 1)
+    flat = Sim([blocked(0.5), blocked(0.52), blocked(0.5)]).run(max_revisions=10, fresh_drafts=0)
+    assert (flat.revisions_helped, flat.revisions_stuck) == (0, 2)
+
+
 # -- the best draft ---------------------------------------------------------------------------
 
 

@@ -380,6 +380,27 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
     assert not report["passed"] and "h is not defined" in report["evidence"]
 
 
+def test_a_module_that_runs_after_its_siblings_must_still_use_what_the_goal_says():
+    # on the 1.5B, textkit/count.py split words itself, never calling split_words: it ran,
+    # defined its functions and passed, and the run ended success (a false success)
+    goal = (
+        "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
+        "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
+    )
+    _, b = plan(
+        step("S1", "pkg/a.py", action="coder"),
+        step("S2", "pkg/b.py", action="coder"),
+        goal=goal,
+    )
+    a_py = "def f(t):\n    import pkg.b\n    return pkg.b.g(t)\n"
+    own = "def g(t):\n    return t.split()\n\n\ndef h(t):\n    return len(g(t))\n"
+    report = run_check(b.done_when, {"pkg/a.py": a_py, "pkg/b.py": own}, "pkg/b.py")
+    assert not report["passed"] and "f" in report["evidence"]
+    uses = "from pkg.a import f\n\n\n" + own.replace("t.split()", "f(t)")
+    report = run_check(b.done_when, {"pkg/a.py": a_py, "pkg/b.py": uses}, "pkg/b.py")
+    assert report["passed"], report["evidence"]
+
+
 PRICING = (
     "def book_price(p, q, m):\n    return p * q\n\n\n"
     "def music_price(p, q, m):\n    return p * q * 1.2\n\n\n"
