@@ -5,6 +5,7 @@ tests/integration/test_floor_checks.py."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -358,7 +359,8 @@ def test_a_document_without_asked_citations_keeps_the_planner_s_check(path, goal
     assert "citations" not in check_kinds(kept.done_when)
 
 
-def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
+def two_modules() -> tuple[Any, Any]:
+    """The plan of a package whose two modules use each other's functions."""
     goal = (
         "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
         "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
@@ -368,6 +370,11 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
         step("S2", "pkg/b.py", action="coder"),
         goal=goal,
     )
+    return a, b
+
+
+def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
+    a, b = two_modules()
     assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
     report = run_check(a.done_when, {"pkg/a.py": "def f(t):\n    return t\n"}, "pkg/a.py")
     assert not report["passed"] and "g" in report["evidence"]
@@ -383,15 +390,7 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
 def test_a_module_that_runs_after_its_siblings_must_still_use_what_the_goal_says():
     # on the 1.5B, textkit/count.py split words itself, never calling split_words: it ran,
     # defined its functions and passed, and the run ended success (a false success)
-    goal = (
-        "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
-        "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
-    )
-    _, b = plan(
-        step("S1", "pkg/a.py", action="coder"),
-        step("S2", "pkg/b.py", action="coder"),
-        goal=goal,
-    )
+    _, b = two_modules()
     a_py = "def f(t):\n    import pkg.b\n    return pkg.b.g(t)\n"
     own = "def g(t):\n    return t.split()\n\n\ndef h(t):\n    return len(g(t))\n"
     report = run_check(b.done_when, {"pkg/a.py": a_py, "pkg/b.py": own}, "pkg/b.py")
