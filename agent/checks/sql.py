@@ -38,6 +38,14 @@ SQL_MAX_DB_BYTES = 32 * 1024 * 1024
 """The largest database a check copies into its sandbox (it is loaded into memory there)."""
 Row = tuple[Any, ...]
 _NEVER_A_PATH = "a check never opens a host path"
+VALUES_FROM = "values_from"
+"""``[{"column": "Name", "table": "genre"}]``: the result's column of that name holds values
+of that column of the table (the goal's "the genre's Name"). On the 1.5B a query returning
+the *track's* Name for the genre's passed a check that only ran it (a false success). The
+table is looked up as written and in the singular and plural; a pair the database has no
+such table or column for, or whose column the result does not have, is not judged."""
+_SOURCE = ("column", "table")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,18 @@ def _validate_sql(spec: dict[str, Any]) -> list[str]:
     reference = spec.get("reference")
     if reference is not None and (not isinstance(reference, str) or not reference.strip()):
         errors.append("'reference' must be an SQL query")
+    sources = spec.get(VALUES_FROM)
+    if sources is not None and (
+        not isinstance(sources, list)
+        or not all(
+            isinstance(s, dict) and all(_IDENTIFIER.fullmatch(str(s.get(k, ""))) for k in _SOURCE)
+            for s in sources
+        )
+    ):
+        errors.append(
+            f'\'{VALUES_FROM}\' must be a list of {{"column": name, "table": name}} '
+            "(plain SQL names)"
+        )
     return errors
 
 
@@ -117,9 +137,12 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
     if isinstance(database, str):
         return make_report("sql", False, 0.0, database)
     queries = [query] + ([spec["reference"]] if spec.get("reference") else [])
-    outcomes = _run_queries(database, queries, spec["db"])
+    sources = _sources(spec)
+    lookups = [q for source in sources for q in _lookups(source)]
+    outcomes = _run_queries(database, queries + lookups, spec["db"])
     if isinstance(outcomes, str):
         return make_report("sql", False, 0.0, outcomes)
+    outcomes, looked_up = outcomes[: len(queries)], outcomes[len(queries) :]
     for outcome in outcomes:
         if "refused" in outcome:
             return make_report("sql", False, 0.0, f"refused: {outcome['refused']}")
@@ -129,9 +152,55 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
     expected = spec.get("expect_rows")
     if expected is not None and len(rows) != expected:
         return make_report("sql", False, 0.0, f"got {len(rows)} rows; expected {expected}")
+    columns = [str(c) for c in outcomes[0].get("columns") or []]
+    if wrong := _foreign_values(rows, columns, sources, looked_up):
+        return make_report("sql", False, 0.0, wrong)
     if len(outcomes) == 2:
         return _against_reference(rows, [_row(r) for r in outcomes[1]["rows"]], spec["reference"])
     return make_report("sql", True, 1.0, f"query returned {len(rows)} rows")
+
+
+def _sources(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``values_from`` pairs as (column, table)."""
+    return [(str(s["column"]), str(s["table"])) for s in spec.get(VALUES_FROM) or []]
+
+
+def _tables(word: str) -> list[str]:
+    """The table names a goal's word may stand for: as written, singular and plural."""
+    singular = word[:-1] if word.lower().endswith("s") else word
+    return list(dict.fromkeys([word, singular, singular + "s"]))
+
+
+def _lookups(source: tuple[str, str]) -> list[str]:
+    """For one pair, a query per candidate table: that column's distinct values (bracketed
+    names: SQLite reads a double-quoted name it cannot resolve as a string, never these)."""
+    column, word = source
+    return [f"SELECT DISTINCT [{column}] FROM [{table}]" for table in _tables(word)]
+
+
+def _foreign_values(
+    rows: list[Row], columns: list[str], sources: list[tuple[str, str]], looked_up: list[Any]
+) -> str | None:
+    """Why a result column holds a value its table's column lacks, or None."""
+    answers = iter(looked_up)
+    names = [c.lower() for c in columns]
+    shared = Counter(column.lower() for column, _ in sources)
+    for column, word in sources:
+        found = [next(answers, {}) for _ in _tables(word)]
+        values = next((a["rows"] for a in found if "rows" in a), None)
+        if values is None or names.count(column.lower()) != 1 or shared[column.lower()] > 1:
+            # no such table or column, the result names it otherwise, or two columns (or two
+            # of the goal's tables) share the name: which is which cannot be told, not judged
+            continue
+        index = names.index(column.lower())
+        known = {_row_key(_row(v))[0] for v in values if v}
+        for row in rows:
+            if row[index] is not None and _row_key((row[index],))[0] not in known:
+                return (
+                    f"column {columns[index]} holds {short(row[index])}, which is no {column} "
+                    f"of table {word}: the goal asks for the {word}'s {column}"
+                )
+    return None
 
 
 def _database(name: str, files: Mapping[str, str], path: str) -> _Database | str:

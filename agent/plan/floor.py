@@ -63,6 +63,7 @@ from typing import Any
 from agent.checks import CheckScope, check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
+from agent.checks.sql import VALUES_FROM
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
 from agent.plan.kept import comparable, kept_functions, probe_calls, public_names, shared_code
 from agent.plan.needs import is_test_file, named_files
@@ -248,8 +249,25 @@ def floor_check(
     if suffix == ".sql":
         named = [d for d in databases if re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w-])", goal)]
         chosen = named if len(named) == 1 else list(databases)
-        return {"kind": "sql", "db": chosen[0]} if len(chosen) == 1 else None
+        if len(chosen) != 1:
+            return None
+        sources = goal_column_sources(goal)
+        return {"kind": "sql", "db": chosen[0]} | ({VALUES_FROM: sources} if sources else {})
     return None
+
+
+_OWNED_COLUMN = re.compile(
+    r"\b(?:the|each|every|its|their|a|an)\s+([A-Za-z_][A-Za-z0-9_]*)['\u2019]s\s+"
+    r"([A-Za-z_][A-Za-z0-9_]*)\b"
+)
+
+
+def goal_column_sources(goal: str) -> list[dict[str, str]]:
+    """The columns the goal says come from a table ("the genre's Name"), for an ``sql``
+    check's ``values_from``: the database, when the check runs, says which pairs are a
+    table's column (the others are not judged)."""
+    pairs = ({"column": m.group(2), "table": m.group(1)} for m in _OWNED_COLUMN.finditer(goal))
+    return list({(p["column"], p["table"]): p for p in pairs}.values())
 
 
 _DOCUMENTS = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
@@ -281,12 +299,24 @@ def stated_floor(
     signatures), asserted beside a check the planner made strong: a ``python`` check that
     tries ``median([1, 2, 3])`` passes the bug the goal describes with ``median([1, 2, 3,
     4]) should be 2.5``. None when the goal states nothing of this file."""
+    if step.expected_output.lower().endswith(".sql"):
+        return _stated_sql(step, goal)
     if not _is_module(step.expected_output):
         return None
     given = (kept or {}).get(step.expected_output, "")
     floor = _module_floor(step, steps, goal, named_files(goal), given)
     stated = floor.get("stated", {}) if floor else {}
     return floor if any(stated.values()) else None
+
+
+def _stated_sql(step: Step, goal: str) -> dict[str, Any] | None:
+    """The columns the goal says come from a table, asserted on the database the planner's
+    own ``sql`` check runs the query against (None when it has none, or the goal says none)."""
+    sources = goal_column_sources(goal)
+    own = [p for p in _parts(step.done_when) if isinstance(p, dict) and p.get("kind") == "sql"]
+    if not sources or not own or any(VALUES_FROM in p for p in own):
+        return None
+    return {"kind": "sql", "db": own[0].get("db"), VALUES_FROM: sources}
 
 
 def _module_floor(

@@ -181,7 +181,7 @@ def run(
     finally:
         connection.set_authorizer(None)
         connection.set_progress_handler(None, 0)
-    return {"rows": rows}
+    return {"rows": rows, "columns": [str(d[0]) for d in cursor.description]}
 
 
 def main() -> None:

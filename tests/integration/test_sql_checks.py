@@ -113,6 +113,48 @@ def test_a_query_against_a_declared_database_fails_on_the_wrong_rows(host, shop,
     assert report["evidence"] == "got 3 rows, reference 2; first unexpected row ('cheese',)"
 
 
+SHOP = (
+    "CREATE TABLE genre (GenreId INTEGER, Name TEXT);\n"
+    "CREATE TABLE tracks (TrackId INTEGER, Name TEXT, GenreId INTEGER);\n"
+    "INSERT INTO genre VALUES (1, 'Rock'), (2, 'Jazz');\n"
+    "INSERT INTO tracks VALUES (1, 'Song A', 1), (2, 'Song B', 1), (3, 'Song C', 2);\n"
+)
+COUNTS = "SELECT {name}, COUNT(*) AS n FROM genre g JOIN tracks t USING (GenreId) GROUP BY {name}"
+
+
+@pytest.mark.parametrize(
+    ("name", "passed"),
+    [("g.Name", True), ("t.Name", False), ("g.Name AS genre_name", True)],
+    ids=["the-genre-s-name", "the-track-s-name", "renamed-not-judged"],
+)
+def test_a_column_the_goal_says_comes_from_a_table_holds_that_table_s_values(
+    host, level, name, passed
+):
+    # on the 1.5B a query returning the track's Name for "the genre's Name" ran and passed
+    sources = [
+        {"column": "Name", "table": "genre"},
+        {"column": "Name", "table": "track"},  # found as "tracks": the plural is tried
+        {"column": "request", "table": "user"},  # no such table: not judged
+    ]
+    query = COUNTS.format(name=name).replace("GROUP BY g.Name AS genre_name", "GROUP BY 1")
+    report = check("shop.sql", query, {"shop.sql": SHOP}, values_from=sources[:1] + sources[2:])
+    assert report["passed"] is passed, report
+    if not passed:
+        assert "'Song A'" in report["evidence"] and "genre's Name" in report["evidence"]
+    tracks = check("shop.sql", "SELECT Name FROM tracks", {"shop.sql": SHOP}, values_from=sources)
+    assert tracks["passed"]  # the genre's and the track's Name: which is which is not told
+    only = check("shop.sql", "SELECT Name FROM tracks", {"shop.sql": SHOP}, values_from=sources[:1])
+    assert not only["passed"] and "genre" in only["evidence"]
+
+
+@pytest.mark.parametrize(
+    "bad", [[{"column": "Na me", "table": "genre"}], [{"column": "Name"}], "x"]
+)
+def test_values_from_takes_plain_names_only(host, bad):
+    report = check("shop.sql", "SELECT 1", {"shop.sql": SHOP}, values_from=bad)
+    assert not report["passed"] and "values_from" in report["evidence"]
+
+
 @pytest.mark.parametrize(
     "query", ["-- No changes required", "/* the query */ ;", "-- SELECT name FROM items"]
 )

@@ -11,8 +11,10 @@ import pytest
 
 from agent.checks import check_kinds, run_check, validate_check_spec
 from agent.checks.examples import shown_check
+from agent.checks.sql import VALUES_FROM
 from agent.plan.floor import (
     goal_calls,
+    goal_column_sources,
     goal_examples,
     goal_functions,
     goal_json_keys,
@@ -223,6 +225,36 @@ def test_json_gets_the_goal_s_keys_only_when_it_is_the_goal_s_one_json_file():
     assert schema["anyOf"][0] == {"type": "object", "required": ["items", "total"]}
     (other,) = plan(step("S1", "notes.json"), goal=goal)
     assert other.done_when["checks"][1] == {"kind": "json_schema", "schema": {}}
+
+
+GENRES = (
+    "Write top.sql: one query on the chinook database returning the genre's Name and its "
+    "number of tracks, for the 3 genres with the most tracks."
+)
+DB = ("chinook",)
+
+
+def test_a_column_the_goal_says_comes_from_a_table_is_checked_against_that_table():
+    # on the 1.5B a query returning the track's Name for the genre's passed (a false success)
+    (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB)
+    sources = [{"column": "Name", "table": "genre"}]
+    assert floor.done_when["checks"][1] == {"kind": "sql", "db": "chinook", VALUES_FROM: sources}
+    # the planner's own sql check is strong: the goal's columns are asserted beside it
+    own = {"kind": "sql", "db": "chinook", "expect_rows": 3}
+    (strong,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB)
+    parts = strong.done_when["checks"]
+    assert {"kind": "sql", "db": "chinook", VALUES_FROM: sources} in parts and own in parts
+    (plain,) = plan(step("S1", "top.sql", check=own), goal="Write top.sql.", databases=DB)
+    assert plain.done_when == own
+
+
+def test_the_goal_s_owned_columns_are_read_as_table_and_column():
+    goal = "List each customer's Email and the artist\u2019s Name (not the user's guess)."
+    assert goal_column_sources(goal) == [
+        {"column": "Email", "table": "customer"},
+        {"column": "Name", "table": "artist"},
+        {"column": "guess", "table": "user"},  # the database tells, when the check runs
+    ]
 
 
 def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
