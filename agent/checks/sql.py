@@ -39,8 +39,9 @@ SQL_MAX_DB_BYTES = 32 * 1024 * 1024
 Row = tuple[Any, ...]
 _NEVER_A_PATH = "a check never opens a host path"
 VALUES_FROM = "values_from"
-"""``[{"column": "Name", "table": "genre"}]``: the result's column of that name holds values
-of that column of the table (the goal's "the genre's Name"). On the 1.5B a query returning
+"""``[{"column": "Name", "table": "genre", "distinct": true}]``: the result's column of that
+name holds values of that column of the table (the goal's "the genre's Name"), each once with
+``distinct`` (the goal's "for the 3 genres with the most tracks"). On the 1.5B a query returning
 the *track's* Name for the genre's passed a check that only ran it (a false success). The
 table is looked up as written and in the singular and plural; a pair the database has no
 such table or column for, or whose column the result does not have, is not judged."""
@@ -153,7 +154,7 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
     if expected is not None and len(rows) != expected:
         return make_report("sql", False, 0.0, f"got {len(rows)} rows; expected {expected}")
     columns = [str(c) for c in outcomes[0].get("columns") or []]
-    if wrong := _foreign_values(rows, columns, sources, looked_up):
+    if wrong := _foreign_values(rows, columns, sources, looked_up, _distinct(spec)):
         return make_report("sql", False, 0.0, wrong)
     if len(outcomes) == 2:
         return _against_reference(rows, [_row(r) for r in outcomes[1]["rows"]], spec["reference"])
@@ -163,6 +164,14 @@ def _check_sql(spec: dict[str, Any], files: Mapping[str, str], path: str) -> Che
 def _sources(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The ``values_from`` pairs as (column, table)."""
     return [(str(s["column"]), str(s["table"])) for s in spec.get(VALUES_FROM) or []]
+
+
+def _distinct(spec: Mapping[str, Any]) -> dict[tuple[str, str], bool]:
+    """Which ``values_from`` pairs ask for one row per row of their table."""
+    return {
+        (str(s["column"]), str(s["table"])): s.get("distinct") is True
+        for s in spec.get(VALUES_FROM) or []
+    }
 
 
 def _tables(word: str) -> list[str]:
@@ -179,14 +188,19 @@ def _lookups(source: tuple[str, str]) -> list[str]:
 
 
 def _foreign_values(
-    rows: list[Row], columns: list[str], sources: list[tuple[str, str]], looked_up: list[Any]
+    rows: list[Row],
+    columns: list[str],
+    sources: list[tuple[str, str]],
+    looked_up: list[Any],
+    distinct: Mapping[tuple[str, str], bool],
 ) -> str | None:
-    """Why a result column holds a value its table's column lacks, or None."""
+    """Why a result column holds a value its table's column lacks, or the same value twice
+    where the goal asks for one row per row of the table; None when neither."""
     answers = iter(looked_up)
     names = [c.lower() for c in columns]
     shared = Counter(column.lower() for column, _ in sources)
     for column, word in sources:
-        found = [next(answers, {}) for _ in _tables(word)]
+        found: list[dict[str, Any]] = [next(answers, {}) for _ in _tables(word)]
         values = next((a["rows"] for a in found if "rows" in a), None)
         if values is None or names.count(column.lower()) != 1 or shared[column.lower()] > 1:
             # no such table or column, the result names it otherwise, or two columns (or two
@@ -200,6 +214,13 @@ def _foreign_values(
                     f"column {columns[index]} holds {short(row[index])}, which is no {column} "
                     f"of table {word}: the goal asks for the {word}'s {column}"
                 )
+        seen = Counter(_row_key((row[index],))[0] for row in rows)
+        if distinct.get((column, word)) and (twice := [k for k, n in seen.items() if n > 1]):
+            value = next(row[index] for row in rows if _row_key((row[index],))[0] == twice[0])
+            return (
+                f"column {columns[index]} holds {short(value)} on {seen[twice[0]]} rows: the "
+                f"goal asks for one row per {word}"
+            )
     return None
 
 

@@ -262,12 +262,29 @@ _OWNED_COLUMN = re.compile(
 )
 
 
-def goal_column_sources(goal: str) -> list[dict[str, str]]:
+def goal_column_sources(goal: str) -> list[dict[str, Any]]:
     """The columns the goal says come from a table ("the genre's Name"), for an ``sql``
     check's ``values_from``: the database, when the check runs, says which pairs are a
-    table's column (the others are not judged)."""
-    pairs = ({"column": m.group(2), "table": m.group(1)} for m in _OWNED_COLUMN.finditer(goal))
-    return list({(p["column"], p["table"]): p for p in pairs}.values())
+    table's column (the others are not judged). ``distinct`` when the goal asks for one row
+    per row of that table ("for the 3 genres with the most tracks", "per genre"): on the
+    1.5B a query grouped by genre and track returned Rock three times, one track each."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in _OWNED_COLUMN.finditer(goal):
+        column, table = m.group(2), m.group(1)
+        pair: dict[str, Any] = {"column": column, "table": table}
+        if _one_row_each(goal, table):
+            pair["distinct"] = True
+        out.setdefault((column, table), pair)
+    return list(out.values())
+
+
+def _one_row_each(goal: str, table: str) -> bool:
+    """Whether the goal asks for one row per ``table`` row: "per genre", "each genre",
+    "the 3 genres", "the top 5 genres" (not "each genre's ...", which names a column)."""
+    singular = table[:-1] if table.lower().endswith("s") else table
+    rows = rf"(?:{re.escape(singular)}s?)"
+    each = rf"\b(?:per|each|every|the(?:\s+top)?\s+\d+)\s+{rows}\b(?!['\u2019])"
+    return re.search(each, goal, re.IGNORECASE) is not None
 
 
 _DOCUMENTS = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})

@@ -147,6 +147,21 @@ def test_a_column_the_goal_says_comes_from_a_table_holds_that_table_s_values(
     assert not only["passed"] and "genre" in only["evidence"]
 
 
+def test_one_row_per_table_row_where_the_goal_asks_for_it(host, level):
+    # on the 1.5B a query grouped by genre and track returned Rock three times, one each
+    per_track = (
+        "SELECT g.Name, COUNT(*) AS n FROM genre g JOIN tracks t USING (GenreId) "
+        "GROUP BY g.Name, t.TrackId"
+    )
+    once = [{"column": "Name", "table": "genre", "distinct": True}]
+    report = check("shop.sql", per_track, {"shop.sql": SHOP}, values_from=once)
+    assert not report["passed"] and "'Rock' on 2 rows" in report["evidence"]
+    per_genre = per_track.replace(", t.TrackId", "")
+    assert check("shop.sql", per_genre, {"shop.sql": SHOP}, values_from=once)["passed"]
+    many = [{"column": "Name", "table": "genre"}]  # no one-row-per-genre asked: not judged
+    assert check("shop.sql", per_track, {"shop.sql": SHOP}, values_from=many)["passed"]
+
+
 @pytest.mark.parametrize(
     "bad", [[{"column": "Na me", "table": "genre"}], [{"column": "Name"}], "x"]
 )

@@ -237,7 +237,7 @@ DB = ("chinook",)
 def test_a_column_the_goal_says_comes_from_a_table_is_checked_against_that_table():
     # on the 1.5B a query returning the track's Name for the genre's passed (a false success)
     (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB)
-    sources = [{"column": "Name", "table": "genre"}]
+    sources = [{"column": "Name", "table": "genre", "distinct": True}]
     assert floor.done_when["checks"][1] == {"kind": "sql", "db": "chinook", VALUES_FROM: sources}
     # the planner's own sql check is strong: the goal's columns are asserted beside it
     own = {"kind": "sql", "db": "chinook", "expect_rows": 3}
@@ -255,6 +255,21 @@ def test_the_goal_s_owned_columns_are_read_as_table_and_column():
         {"column": "Name", "table": "artist"},
         {"column": "guess", "table": "user"},  # the database tells, when the check runs
     ]
+
+
+@pytest.mark.parametrize(
+    ("goal", "distinct"),
+    [
+        ("the genre's Name for the 3 genres with the most tracks", True),
+        ("the genre's Name and its track count, per genre", True),
+        ("the top 5 genres: the genre's Name", True),
+        ("each track's Name with its genre's Name", False),  # one row per track
+        ("the genre's Name of every track", False),
+    ],
+)
+def test_one_row_per_table_row_is_read_where_the_goal_asks_for_it(goal, distinct):
+    genre = next(s for s in goal_column_sources(goal) if s["table"] == "genre")
+    assert genre.get("distinct", False) is distinct
 
 
 def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
