@@ -365,14 +365,19 @@ def _module_floor(
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
         names = list(dict.fromkeys([*defines, *kept]))
-        spec = examples_check(names, [], given=given, keep=keep, calls=calls, shared=shared)
+        examples = goal_examples(goal)
+        own = [(c, w) for c, w in examples if _called(c) in defines]
+        spec = examples_check(names, own, given=given, keep=keep, calls=calls, shared=shared)
         parts = [spec]
         # run, it must still use what its part of the goal names: on the 1.5B a count.py
         # that split words itself, never calling split_words, ran and passed (a false success)
         if uses := goal_uses(goal, path, asked):
             parts.append({"kind": "syntax", "uses": uses})
         if imports := _package_imports(steps):
-            parts.append({"kind": "python", "code": "".join(f"import {m}\n" for m in imports)})
+            code = "".join(f"import {m}\n" for m in imports)
+            parts.append({"kind": "python", "code": code})
+            if siblings := _sibling_examples(steps, step, goal, asked, examples):
+                parts.append(_prefixed(code, examples_check([], siblings)))
         return parts[0] if len(parts) == 1 else {"kind": "all", "checks": parts}
     examples = goal_examples(goal)
     stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
@@ -409,6 +414,46 @@ def _shared_parts(
             what = f"the code {' and '.join(callers)} share"
             shared += [(c, what) for c in probe_calls(source, [callee])]
     return given, shared
+
+
+def _sibling_examples(
+    steps: list[Step],
+    step: Step,
+    goal: str,
+    asked: list[str],
+    stated: list[tuple[str, str]],
+) -> list[tuple[str, str]]:
+    """The goal's examples of the functions the package's other modules define, called
+    through their module (``textkit.words.split_words('Hi')``): those modules' own checks
+    ran before their siblings existed, so only parsed them, and the module written last
+    imports them all. Without this, ``split_words('Hi, you') == ['hi', 'you']``, stated in
+    the goal or in a human's answer, was never run."""
+    out = []
+    for other in steps:
+        path = other.expected_output
+        if other.step_id == step.step_id or not _is_module(path) or is_test_file(path):
+            continue
+        module = _module_name(path)
+        defines = set(goal_defines(goal, path, asked))
+        if module is None or not defines:
+            continue
+        out += [(f"{module}.{c}", w) for c, w in stated if _called(c) in defines]
+    return out
+
+
+def _prefixed(code: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec``, a ``python`` check, running ``code`` (the package's imports) first."""
+    return {**spec, "code": code + spec["code"]}
+
+
+def _module_name(path: str) -> str | None:
+    """The dotted name ``path`` is imported by (``textkit/words.py``: ``textkit.words``)."""
+    parts = posixpath.splitext(path)[0].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return None
+    return ".".join(parts)
 
 
 def _package_imports(steps: list[Step]) -> list[str]:

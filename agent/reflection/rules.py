@@ -283,13 +283,10 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
             f"Every planned artifact passed its check, but no check ran these functions, so "
             f"nothing shows they do what the goal says ({clean_text(listed, EXCERPT_CHARS)}): "
             f"the goal gives no example of them. Accept the artifacts as they are, or answer "
-            f"with examples (such as {first}(...) == ...) and they will be checked."
+            f"with examples, such as {first}(...) == ..., and they will be checked."
         ),
-        suggested_responses=[
-            "accept the artifacts as they are",
-            f"examples: {first}(...) == ...",
-            "stop here",
-        ],
+        # examples are typed, not clicked: accept and stop are the choices
+        suggested_responses=["accept the artifacts as they are", "stop here"],
     )
 
 

@@ -447,6 +447,31 @@ def test_a_module_that_runs_after_its_siblings_must_still_use_what_the_goal_says
     assert report["passed"], report["evidence"]
 
 
+def test_the_module_written_last_runs_the_goal_s_examples_of_every_module_of_the_package():
+    # the modules written before their siblings only parse: the goal's (or a human's)
+    # example of split_words was never run, and a split_words that kept case passed
+    goal = (
+        "Write a package of two modules. pkg/a.py: f(t) returns the words, lowercased, and "
+        "must use g from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts. "
+        "f('Hi you') == ['hi', 'you'] and h('a b') == 2."
+    )
+    a, b = plan(
+        step("S1", "pkg/a.py", action="coder"),
+        step("S2", "pkg/b.py", action="coder"),
+        goal=goal,
+    )
+    assert "python" not in check_kinds(a.done_when)  # its sibling is not written yet
+    b_py = (
+        "from pkg.a import f\n\n\ndef g(t):\n    return f(t)\n\n\ndef h(t):\n    return len(f(t))\n"
+    )
+    keeps_case = "def f(t):\n    import pkg.b\n    return t.split()\n"
+    report = run_check(b.done_when, {"pkg/a.py": keeps_case, "pkg/b.py": b_py}, "pkg/b.py")
+    assert not report["passed"] and "pkg.a.f('Hi you') returned ['Hi', 'you']" in report["evidence"]
+    lowered = keeps_case.replace("t.split()", "t.lower().split()")
+    report = run_check(b.done_when, {"pkg/a.py": lowered, "pkg/b.py": b_py}, "pkg/b.py")
+    assert report["passed"], report["evidence"]
+
+
 PRICING = (
     "def book_price(p, q, m):\n    return p * q\n\n\n"
     "def music_price(p, q, m):\n    return p * q * 1.2\n\n\n"

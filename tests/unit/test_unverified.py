@@ -113,3 +113,13 @@ def test_a_name_only_mentioned_is_not_run():
     check = {"kind": "python", "code": "", "stated": stated}
     steps = [step("S1", "pricing.py", action="coder", check=check)]
     assert unrun_functions({"steps": steps}, {}) == {"pricing.py": ["discounted_total"]}
+
+
+def test_examples_a_human_answers_with_are_run_by_the_replan_s_checks():
+    # the planner raises the floor on the goal and the answer (agent.plan.planner)
+    answer = "split_words('Hi, you') == ['hi', 'you'] and count_words('a b') == 2"
+    unrun = unrun_functions({"steps": planned(f"{PACKAGE}\n\n{answer}")}, {})
+    assert unrun == {
+        "textkit/words.py": ["longest_word"],
+        "textkit/count.py": ["word_lengths"],
+    }
