@@ -48,6 +48,7 @@ TERMINAL = {
         "model_escalated",
         "invalid_plan",
         "unknown_error",
+        "unverified",
     },
     "budget_exhausted": {"token_budget", "time_budget", "step_budget"},
     "failed": {"invalid_input", "permission_denied", "policy_rejected"},
