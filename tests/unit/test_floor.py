@@ -406,12 +406,14 @@ def test_a_document_without_asked_citations_keeps_the_planner_s_check(path, goal
     assert "citations" not in check_kinds(kept.done_when)
 
 
-def two_modules() -> tuple[Any, Any]:
+TWO_MODULES = (
+    "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
+    "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
+)
+
+
+def two_modules(goal: str = TWO_MODULES) -> tuple[Any, Any]:
     """The plan of a package whose two modules use each other's functions."""
-    goal = (
-        "Write a package of two modules. pkg/a.py: f(t) returns the words and must use g "
-        "from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts."
-    )
     a, b = plan(
         step("S1", "pkg/a.py", action="coder"),
         step("S2", "pkg/b.py", action="coder"),
@@ -450,16 +452,8 @@ def test_a_module_that_runs_after_its_siblings_must_still_use_what_the_goal_says
 def test_the_module_written_last_runs_the_goal_s_examples_of_every_module_of_the_package():
     # the modules written before their siblings only parse: the goal's (or a human's)
     # example of split_words was never run, and a split_words that kept case passed
-    goal = (
-        "Write a package of two modules. pkg/a.py: f(t) returns the words, lowercased, and "
-        "must use g from pkg/b.py. pkg/b.py: g(t) must use f from pkg/a.py; h(t) counts. "
-        "f('Hi you') == ['hi', 'you'] and h('a b') == 2."
-    )
-    a, b = plan(
-        step("S1", "pkg/a.py", action="coder"),
-        step("S2", "pkg/b.py", action="coder"),
-        goal=goal,
-    )
+    examples = " f('Hi you') == ['hi', 'you'] and h('a b') == 2."
+    a, b = two_modules(TWO_MODULES.replace("the words", "the words, lowercased,") + examples)
     assert "python" not in check_kinds(a.done_when)  # its sibling is not written yet
     b_py = (
         "from pkg.a import f\n\n\ndef g(t):\n    return f(t)\n\n\ndef h(t):\n    return len(f(t))\n"
