@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,13 +52,19 @@ def python_check(artifact: str, code: str, **spec) -> dict:
 
 
 def warm(used) -> None:
-    """Run checks until one is served by the pool (the first at a level starts it cold)."""
+    """Run checks until one is served by the pool (the first at a level starts it cold),
+    then wait until a pair waits again: the refill runs in the background, and a check
+    asked before it finished would start cold (seen on a loaded 2-core machine)."""
     for _ in range(20):
         before = len(used)
         python_check("X = 1\n", "assert X == 1\n")
         if len(used) > before:
-            return
-    pytest.fail("the pool never served a check")
+            break
+    else:
+        pytest.fail("the pool never served a check")
+    deadline = time.monotonic() + 60
+    while not pool._current().pairs and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 # a process and a thread that try to outlive the check, and files in every writable place
