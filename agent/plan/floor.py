@@ -463,13 +463,11 @@ def _package_imports(steps: list[Step]) -> list[str]:
     each passed its ``syntax`` check, and the package failed to import (a false success)."""
     names = []
     for s in steps:
-        parts = posixpath.splitext(s.expected_output)[0].split("/")
         if not _is_module(s.expected_output) or is_test_file(s.expected_output):
             continue
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        if len(parts) > 1 and all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-            names.append(".".join(parts))
+        name = _module_name(s.expected_output)
+        if name is not None and "." in name:
+            names.append(name)
     return list(dict.fromkeys(names)) if len(names) >= 2 else []
 
 

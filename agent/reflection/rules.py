@@ -271,7 +271,7 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
     if not unrun:
         return d
     listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in sorted(unrun.items()))
-    first = next(iter(sorted(unrun.items())))[1][0]
+    first = clean_text(next(iter(sorted(unrun.items())))[1][0], RESPONSE_CHARS)
     return Decision(
         vocabulary.Decision.ESCALATE,
         f"every planned artifact passed its check, but no check ran {listed}",
