@@ -5,7 +5,7 @@ whose results are known (a HumanEval docstring's, a goal's "median([1, 2, 3, 4])
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ _PROGRAM = Path(__file__).with_name("examples_program.py")
 _HEAD = (
     "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
     'SMOKE: list[tuple[str, str]] = []\nGIVEN: str = ""\nKEEP: list[str] = []\n'
-    "SHARED: list[tuple[str, str]] = []\nPATHS: list[str] = []\n"
+    "SHARED: list[tuple[str, str]] = []\nPATHS: list[str] = []\nOWN: dict[str, str] = {}\n"
 )
 
 
@@ -30,6 +30,7 @@ def examples_check(
     calls: Sequence[tuple[str, str]] = (),
     shared: Sequence[tuple[str, str]] = (),
     paths: Sequence[str] = (),
+    own: Mapping[str, str] | None = None,
     stated: bool = True,
 ) -> dict[str, Any]:
     """A ``python`` check: every name in ``names`` is callable in the artifact, then every
@@ -43,7 +44,9 @@ def examples_check(
     ``given`` (which defines the new function as the code ``source`` names: a refactor's
     shared part, :func:`agent.plan.kept.shared_code`); every call in ``paths``, of a
     function a stated example shows wrong in ``given``, ends as it does there when it takes
-    a path through that function the failing examples do not (a fix keeps the rest).
+    a path through that function the failing examples do not (a fix keeps the rest);
+    ``own`` maps a refactor's callers to what each does after the shared code, quoted when
+    one of them no longer ends as it did.
     ``stated`` keeps what is asserted beside the code, so a prompt
     can show it instead of the program (:func:`shown_check`)."""
     program = _PROGRAM.read_text(encoding="utf-8")
@@ -57,7 +60,7 @@ def examples_check(
     head = (
         f"NAMES = {list(names)!r}\nEXAMPLES = {pairs!r}\nSMOKE = {smokes!r}\n"
         f"GIVEN = {given if probes or moved or routes else ''!r}\nKEEP = {probes!r}\n"
-        f"SHARED = {moved!r}\nPATHS = {routes!r}\n"
+        f"SHARED = {moved!r}\nPATHS = {routes!r}\nOWN = {dict(own or {}) if probes else {}!r}\n"
     )
     spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
     if callers:

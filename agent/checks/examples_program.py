@@ -16,7 +16,9 @@ returns what it returns in ``GIVEN``, a float up to rounding (the code may be re
 Every ``PATHS`` call, of a function a stated example shows wrong in ``GIVEN`` (the bug to
 fix), ends as it does in ``GIVEN`` when, there, it runs a line of the function that every
 failing example skips and skips one each runs: a fix of the even-length ``median`` must
-not change what an odd-length list returns.
+not change what an odd-length list returns. A ``KEEP`` failure is quoted once per function,
+with what that function does after the code it shares (``OWN``) when a refactor moves that
+code out of it.
 """
 
 NAMES: list[str] = []
@@ -26,6 +28,7 @@ GIVEN: str = ""
 KEEP: list[str] = []
 SHARED: list[tuple[str, str]] = []
 PATHS: list[str] = []
+OWN: dict[str, str] = {}
 
 _deepreflect_failed: list[str] = []
 for _name in NAMES:
@@ -121,8 +124,9 @@ _deepreflect_compare = (KEEP or SHARED or PATHS) and not _deepreflect_failed
 _deepreflect_given = _deepreflect_reference() if _deepreflect_compare else None
 
 
-def _deepreflect_kept(call, was, why):
-    """Whether ``call`` ends here as it did in the given file (``was``); else say so."""
+def _deepreflect_kept(call, was, why, quote=True):
+    """Whether ``call`` ends here as it did in the given file (``was``); else say so (when
+    ``quote``)."""
     again = _deepreflect_outcome(call, _deepreflect_given)
     if was[0] != again[0] or (was[0] == "raises" and was[1] != again[1]):
         return True  # the given file itself does not end this call one way
@@ -134,7 +138,7 @@ def _deepreflect_kept(call, was, why):
     else:  # a value only when it is plain data and the same twice: else any value will do
         value = _deepreflect_plain(was[1]) and _deepreflect_equal(was[1], again[1])
         same = not value or _deepreflect_equal(was[1], now[1])
-    if not same:
+    if not same and quote:
         _deepreflect_failed.append(
             f"{call} {_deepreflect_shown(now)}; in the given file it "
             f"{_deepreflect_shown(was)} ({why})"
@@ -142,10 +146,28 @@ def _deepreflect_kept(call, was, why):
     return same
 
 
+def _deepreflect_kept_all(calls):
+    """Every ``KEEP`` call compared; quoted once per function and way it ended in the given
+    file (returned, raised), then how many more of that function changed."""
+    changed: dict[tuple[str, str], int] = {}  # (name, how it ended there): more changed
+    for call in calls:
+        name = call.split("(", 1)[0].strip()
+        was = _deepreflect_outcome(call, _deepreflect_given)
+        if (name, was[0]) in changed:
+            changed[name, was[0]] += not _deepreflect_kept(call, was, "", quote=False)
+            continue
+        why = "the goal says to keep it as it is"
+        if name in OWN and all(n != name for n, _ in changed):
+            why += f"; after the code it shares, the given {name} does `{OWN[name]}`: keep that"
+        if not _deepreflect_kept(call, was, why):
+            changed[name, was[0]] = 0
+    for (name, _), more in changed.items():
+        if more:
+            _deepreflect_failed.append(f"{more} more call(s) of {name} changed too")
+
+
 if _deepreflect_given is not None:
-    for _call in KEEP:
-        _was = _deepreflect_outcome(_call, _deepreflect_given)
-        _deepreflect_kept(_call, _was, "the goal says to keep it as it is")
+    _deepreflect_kept_all(KEEP)
 
 
 def _deepreflect_traced(call, name):
@@ -212,6 +234,7 @@ def _deepreflect_close(was, now):
 
 
 if _deepreflect_given is not None:
+    _deepreflect_moved = 0  # shared calls that differ; the first one is quoted
     for _call, _source in SHARED:
         _was = _deepreflect_outcome(_call, _deepreflect_given)
         _now = _deepreflect_outcome(_call, globals())
@@ -221,9 +244,12 @@ if _deepreflect_given is not None:
             _same = _now[0] == "returns" and (
                 not _deepreflect_plain(_was[1]) or _deepreflect_close(_was[1], _now[1])
             )
-        if not _same:
+        if not _same and not _deepreflect_moved:
             _deepreflect_failed.append(
                 f"{_call} {_deepreflect_shown(_now)}; {_source} {_deepreflect_shown(_was)}"
                 " (the goal moves that code into this function)"
             )
+        _deepreflect_moved += not _same
+    if _deepreflect_moved > 1:
+        _deepreflect_failed.append(f"{_deepreflect_moved - 1} more call(s) of it differ too")
 assert not _deepreflect_failed, "stated examples failed: " + "; ".join(_deepreflect_failed)

@@ -65,7 +65,14 @@ from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
 from agent.checks.sql import VALUES_FROM
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
-from agent.plan.kept import comparable, kept_functions, probe_calls, public_names, shared_code
+from agent.plan.kept import (
+    caller_rests,
+    comparable,
+    kept_functions,
+    probe_calls,
+    public_names,
+    shared_code,
+)
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
 
@@ -361,13 +368,17 @@ def _module_floor(
     kept = public_names(given)
     keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
     calls = goal_calls(goal, given)
-    given, shared = _shared_parts(goal, given, calls) if comparable(given) else (given, [])
+    given, shared, rests = (
+        _shared_parts(goal, given, calls) if comparable(given) else (given, [], {})
+    )
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
         names = list(dict.fromkeys([*defines, *kept]))
         examples = goal_examples(goal)
         own = [(c, w) for c, w in examples if _called(c) in defines]
-        spec = examples_check(names, own, given=given, keep=keep, calls=calls, shared=shared)
+        spec = examples_check(
+            names, own, given=given, keep=keep, calls=calls, shared=shared, own=rests
+        )
         parts = [spec]
         # run, it must still use what its part of the goal names: on the 1.5B a count.py
         # that split words itself, never calling split_words, ran and passed (a false success)
@@ -394,26 +405,30 @@ def _module_floor(
         calls=calls,
         shared=shared,
         paths=paths,
+        own=rests,
     )
 
 
 def _shared_parts(
     goal: str, given: str, calls: list[tuple[str, str]]
-) -> tuple[str, list[tuple[str, str]]]:
+) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
     """``given`` with each new function a refactor moves its callers' shared code into,
-    defined as that code (:func:`agent.plan.kept.shared_code`), and the calls that compare
-    the artifact's version with it: ``(call, "the code book_price and music_price share")``."""
+    defined as that code (:func:`agent.plan.kept.shared_code`), the calls that compare
+    the artifact's version with it: ``(call, "the code book_price and music_price share")``,
+    and what each caller does after that code (:func:`agent.plan.kept.caller_rests`)."""
     signatures = goal_signatures(goal)
     shared: list[tuple[str, str]] = []
+    rests: dict[str, str] = {}
     for callee in dict.fromkeys(b for _, b in calls):
         callers = [a for a, b in calls if b == callee]
         new = signatures.get(callee)
         source = shared_code(goal, given, new, callers) if new else ""
-        if source:
+        if new and source:
+            rests |= caller_rests(goal, given, new, callers)
             given = f"{given.rstrip()}\n\n\n{source}\n"
             what = f"the code {' and '.join(callers)} share"
             shared += [(c, what) for c in probe_calls(source, [callee])]
-    return given, shared
+    return given, shared, rests
 
 
 def _sibling_examples(

@@ -19,9 +19,11 @@ import re
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import NamedTuple
 
 __all__ = [
     "MAX_GIVEN_CHARS",
+    "caller_rests",
     "comparable",
     "kept_functions",
     "probe_calls",
@@ -158,12 +160,47 @@ def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[s
     shared, the shared part returns or assigns no such name). On the 1.5B, a
     ``discounted_total`` that rounded its result kept both callers' behaviour and failed
     the hidden test of the function itself."""
-    if not _SHARED.search(goal) or len(callers) < 2:
+    split = _shared_split(goal, given, new, callers)
+    if split is None:
         return ""
+    lines = [f"def {new.name}({ast.unparse(split.args)}):"]
+    lines += [textwrap.indent(ast.unparse(statement), "    ") for statement in split.prefix]
+    return "\n".join([*lines, f"    return {split.carried}"]) + "\n"
+
+
+def caller_rests(
+    goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]
+) -> dict[str, str]:
+    """What each caller of :func:`shared_code` does after the part it shares, as one line of
+    source (``music_price`` → ``return round(total * 1.2, 2)``): what a refactor must leave
+    in it. On the 1.5B, both callers became ``return discounted_total(...)``, and told five
+    times that ``music_price(1.5, 1, False)`` returned 1.5 where it returned 1.8, it never
+    found the ``* 1.2`` it had dropped; the evidence now quotes it. Empty when no code is
+    shared."""
+    split = _shared_split(goal, given, new, callers)
+    if split is None:
+        return {}
+    return {name: "; ".join(ast.unparse(s) for s in rest) for name, rest in split.rests.items()}
+
+
+class _Split(NamedTuple):
+    args: ast.arguments  # the first caller's parameters, as the given file writes them
+    prefix: list[ast.stmt]  # the statements every caller starts with
+    carried: str  # the one name they assign that every caller reads after them
+    rests: dict[str, list[ast.stmt]]  # each caller's statements after the shared part
+
+
+def _shared_split(
+    goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]
+) -> _Split | None:
+    """How the callers split into shared code and their own; None when the goal moves no
+    such shared code into ``new`` (:func:`shared_code`)."""
+    if not _SHARED.search(goal) or len(callers) < 2:
+        return None
     defs = {n.name: n for n in _body(given) if isinstance(n, ast.FunctionDef)}
     bodies = [defs[c] for c in callers if c in defs]
     if len(bodies) != len(callers) or any(_params(f) != _params(new) for f in bodies):
-        return ""
+        return None
     statements = [_without_docstring(f.body) for f in bodies]
     prefix: list[ast.stmt] = []
     for parts in zip(*statements, strict=False):
@@ -173,7 +210,7 @@ def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[s
     if not prefix or any(
         isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for s in prefix for n in ast.walk(s)
     ):
-        return ""
+        return None
     assigned = [
         n.id
         for s in prefix
@@ -191,10 +228,9 @@ def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[s
     ]
     carried = [name for name in dict.fromkeys(assigned) if all(name in r for r in read)]
     if len(carried) != 1:
-        return ""
-    lines = [f"def {new.name}({ast.unparse(bodies[0].args)}):"]
-    lines += [textwrap.indent(ast.unparse(statement), "    ") for statement in prefix]
-    return "\n".join([*lines, f"    return {carried[0]}"]) + "\n"
+        return None
+    rests = {f.name: body[len(prefix) :] for f, body in zip(bodies, statements, strict=True)}
+    return _Split(bodies[0].args, prefix, carried[0], rests)
 
 
 def _params(fn: ast.FunctionDef) -> list[str]:

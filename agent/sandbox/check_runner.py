@@ -186,7 +186,7 @@ def _failure(exc: BaseException, code_name: str) -> dict[str, Any]:
     remote = [["artifact", f[1], f[2]] for f in getattr(exc, "deepreflect_frames", [])]
     return {
         "type": type(exc).__name__,
-        "message": str(message)[:300],
+        "message": str(message)[:600],  # report.EVIDENCE_CHARS: a check quotes all it found
         "frames": (check_frames + remote)[-6:],
     }
 

@@ -350,6 +350,28 @@ def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
     assert run_check(spec, {"pricing.py": done}, "pricing.py")["passed"]
 
 
+def test_a_caller_that_lost_its_own_part_is_told_that_part_once():
+    # d10 (2026-12-06): both callers became `return discounted_total(...)`; told five times
+    # which music_price calls changed, the 1.5B never found the `* 1.2` it had dropped
+    _, spec = users_module_floor("refactor", "pricing.py")
+    lost = (
+        "def discounted_total(price, quantity, member):\n    total = price * quantity\n"
+        "    if member:\n        total = total - total * 0.10\n"
+        "    if total > 100:\n        total = total - 5\n    return round(total, 2)\n\n\n"
+        "def book_price(price, quantity, member):\n"
+        "    return discounted_total(price, quantity, member)\n\n\n"
+        "def music_price(price, quantity, member):\n"
+        "    return discounted_total(price, quantity, member)\n"
+    )
+    report = run_check(spec, {"pricing.py": lost}, "pricing.py")
+    evidence = report["evidence"]
+    assert not report["passed"]
+    assert "music_price does `return round(total * 1.2, 2)`" in evidence
+    assert evidence.count("in the given file it returned") == 1  # one call quoted per function
+    assert "more call(s) of music_price changed too" in evidence
+    assert "book_price(" not in evidence  # book_price still ends as it did
+
+
 WORDS = """
 def split_words(text):
     import re
