@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.checks.text import schema_in_words
+
 __all__ = ["EXAMPLES_TIMEOUT_S", "checks_listed", "examples_check", "shown_check"]
 
 EXAMPLES_TIMEOUT_S = 10.0
@@ -96,7 +98,9 @@ def shown_check(spec: Any) -> Any:
 def checks_listed(spec: Any) -> str:
     """``spec`` as :func:`shown_check` shows it, one line per part (``- json_schema:
     {"schema": …}``), with no ``{"kind": "all", "checks": …}`` around it: asked for a program
-    printing ``deploy.json``, the 1.5B printed the check's own JSON on two runs of five."""
+    printing ``deploy.json``, the 1.5B printed the check's own JSON on two runs of five; a
+    JSON Schema's keywords of our own are said in words below it
+    (:func:`agent.checks.text.schema_in_words`)."""
     shown = shown_check(spec)
     parts = shown["checks"] if isinstance(shown, dict) and shown.get("kind") == "all" else [shown]
     lines = []
@@ -105,5 +109,9 @@ def checks_listed(spec: Any) -> str:
             lines.append(f"- rubric: {part}")
             continue
         rest = {k: v for k, v in part.items() if k not in ("kind", "floor")}
+        said: list[str] = []
+        if part.get("kind") == "json_schema" and "schema" in rest:
+            rest["schema"], said = schema_in_words(rest["schema"])
         lines.append(f"- {part.get('kind')}" + (f": {json.dumps(rest)}" if rest else ""))
+        lines += [f"  - {sentence}" for sentence in said]
     return "\n".join(lines)

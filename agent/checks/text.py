@@ -267,6 +267,35 @@ def _keyed_lists(value: Any, key: str, where: str) -> Any:
             yield from _keyed_lists(item, key, f"{where}.{name}")
 
 
+def schema_in_words(schema: Any) -> tuple[Any, list[str]]:
+    """``schema`` without our own keywords, and what those keywords ask, in words: a
+    program's prompt shows them so (asked for ``inventory.json`` under ``"x-sortedBy":
+    [{"key": "sku", ...}]``, the 1.5B copied the keyword into its program's comments and
+    never sorted; "sorted by" is the goal's own wording)."""
+    if not isinstance(schema, Mapping):
+        return schema, []
+    said: list[str] = []
+    for order in schema.get(SORTED_BY) or []:
+        if isinstance(order, Mapping) and isinstance(order.get("key"), str):
+            way = "descending" if order.get("descending") else "ascending"
+            said.append(
+                f"every list of objects with {_names([order['key']])} is sorted by it, {way}"
+            )
+    if keys := [k for k in schema.get(HAS_KEYS) or [] if isinstance(k, str)]:
+        said.append(f"its objects use the keys {_names(keys)}, spelled so")
+    values = schema.get(VALUES_OF)
+    for where, key in values.items() if isinstance(values, Mapping) else ():
+        said.append(f"{_names([where])} lists {_names([key])} values, not whole objects")
+    if codes := [c for c in schema.get(SPELLED) or [] if isinstance(c, str)]:
+        said.append(f"these are spelled exactly so: {_names(codes)}")
+    ours = (SORTED_BY, HAS_KEYS, VALUES_OF, SPELLED)
+    return {k: v for k, v in schema.items() if k not in ours}, said
+
+
+def _names(values: list[str]) -> str:
+    return ", ".join(json.dumps(v) for v in values)
+
+
 def register() -> None:
     """Register the text kinds; ``agent.checks`` calls this once."""
     register_check("exists", _check_exists, describe='{"kind": "exists"}')

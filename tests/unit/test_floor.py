@@ -668,3 +668,20 @@ def test_a_program_printing_json_is_shown_its_checks_as_lines_not_as_json():
     assert listed.splitlines() == ["- non_empty", '- json_schema: {"schema": {"type": "object"}}']
     assert '"kind"' not in listed and "checks" not in listed
     assert checks_listed("clear and short") == "- rubric: clear and short"
+
+
+def test_a_program_is_told_the_schema_s_own_keywords_in_words():
+    # d9/d10: shown "x-sortedBy": [{"key": "sku", ...}], the 1.5B's program never sorted
+    from agent.checks.examples import checks_listed
+
+    goal = (
+        'Write inventory.json: "items": a list of {"sku": string, "qty": integer}, sorted by '
+        'sku, and "out_of_stock": the list of skus whose qty is 0. SKUs: A-100, B-2.'
+    )
+    (one,) = plan(step("S1", "inventory.json"), goal=goal)
+    listed = checks_listed(one.done_when)
+    assert "x-" not in listed
+    said = [line[4:] for line in listed.splitlines() if line.startswith("  - ")]
+    assert 'every list of objects with "sku" is sorted by it, ascending' in said
+    assert any('"sku"' in line and '"qty"' in line for line in said)
+    assert '"out_of_stock" lists "sku" values, not whole objects' in said
