@@ -66,13 +66,18 @@ def task_messages(
 
 
 def direct_inputs(
-    step: Mapping[str, Any], workspace: Workspace, *, extra_tools: bool
+    step: Mapping[str, Any], workspace: Workspace, *, extra_tools: bool, sourced: bool = False
 ) -> dict[str, str] | None:
     """The files to put in a direct prompt (the step's readable inputs, its own artifact
     aside), or None when the step needs its tools: extra tools (search, MCP, ...), a check
     that needs their results, or more input (its own draft included) than a prompt should
-    carry."""
-    if extra_tools or TOOL_CHECKS.intersection(check_kinds(step.get("done_when"))):
+    carry. ``sourced``: a revision of a draft whose tools already returned its sources, which
+    edits the text (the evidence lists the URLs the tools returned; the check still traces
+    every citation to them). On the 1.5B, a report citing one URL no search returned was
+    revised through the tools, searching again for 14 calls and 24k tokens, until the run's
+    time budget ran out."""
+    needs_tools = extra_tools or TOOL_CHECKS.intersection(check_kinds(step.get("done_when")))
+    if needs_tools and not sourced:
         return None
     path = step["expected_output"]
     paths = [p for p in readable_inputs(workspace) if p != path]

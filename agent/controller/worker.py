@@ -98,7 +98,7 @@ class StepWorker:
         caller = ToolCaller(step, tools, self.workspace, scope)
         self.replay = ModelReplay(step, caller.scope.plan_version, replay)
         self.records = StepRecords(step, round_no)
-        sources = CitationSources(step, inputs)
+        sources = self.sources = CitationSources(step, inputs)
         self.tool_loop = ToolLoop(
             model=model,
             replay=self.replay,
@@ -125,9 +125,13 @@ class StepWorker:
         inputs = readable_inputs(self.workspace)
         return {**self.metadata, "revision": self.revision, "inputs": inputs}
 
-    def direct_inputs(self) -> dict[str, str] | None:
-        """The files a direct prompt carries, or None when this step needs its tools."""
-        return direct_inputs(self.step, self.workspace, extra_tools=self.extra_tools)
+    def direct_inputs(self, *, revising: bool = False) -> dict[str, str] | None:
+        """The files a direct prompt carries, or None when this step needs its tools (a
+        revision, once they returned sources, does not: ``prompting.direct_inputs``)."""
+        sourced = revising and bool(self.sources.outputs)
+        return direct_inputs(
+            self.step, self.workspace, extra_tools=self.extra_tools, sourced=sourced
+        )
 
     async def agenerate(self, task: str, feedback: Mapping[str, Any] | None) -> tuple[str, int]:
         """One draft: a bounded tool-calling conversation; the artifact is what it wrote.
@@ -147,7 +151,7 @@ class StepWorker:
         fresh = bool(feedback and feedback.get("fresh"))
         feedback = None if fresh else feedback  # asked as the first draft was
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE
-        direct = None if native else self.direct_inputs()
+        direct = None if native else self.direct_inputs(revising=feedback is not None)
         path = self.step["expected_output"]
         self.failure = None
         if direct is not None and self.computed:

@@ -301,6 +301,31 @@ def test_a_step_citing_sources_gets_the_search_made_by_code_before_its_first_dra
     assert [e["action"] for e in run.trajectory][:2] == [search.name, "write_file"]
 
 
+def test_a_revision_of_a_sourced_draft_is_asked_directly_and_still_traced_to_the_sources():
+    # d11 (2026-12-06): one URL no search returned, revised through the tools (14 calls,
+    # 24k tokens) until the time budget ran out; asked directly, the evidence lists the URLs
+    search = local_search_tool(CORPUS)
+    invented = "HNSW is fast [1](https://example.org/hnsw), see [2](https://example.org/ivf)."
+    w, model = worker(
+        [
+            tool_call("write_file", path="notes.md", content=invented),
+            "done",
+            "```markdown\nHNSW is fast [1](https://example.org/ivf-pq).\n```",
+            "```markdown\nHNSW is fast [1](https://example.org/hnsw).\n```",
+        ],
+        step=CITED,
+        goal="Write notes on HNSW vector queries.",
+        extra_tools=[search],
+        max_revisions=2,
+    )
+    run = execute(w)
+    revision = prompt_values("subagent_direct_revision", str(model.calls[2][-1].content))
+    assert revision and "https://example.org/hnsw" in revision["issues"]  # what was returned
+    assert len(model.calls) == 4  # each revision one call: no search again
+    assert run.files["notes.md"]["rounds"] == 2  # the URL no tool returned still failed
+    assert run.files["notes.md"]["status"] == "done"
+
+
 def test_search_first_needs_a_citations_check_and_a_tool_that_searches():
     search = local_search_tool(CORPUS)
     assert search_first(CITED, {search.name: search}, "g")["args"] == {"query": "g"}
