@@ -63,7 +63,7 @@ from typing import Any
 from agent.checks import CheckScope, check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.checks.sql import VALUES_FROM
+from agent.checks.sql import READS, VALUES_FROM
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
 from agent.plan.kept import (
     caller_rests,
@@ -258,9 +258,30 @@ def floor_check(
         chosen = named if len(named) == 1 else list(databases)
         if len(chosen) != 1:
             return None
-        sources = goal_column_sources(goal)
-        return {"kind": "sql", "db": chosen[0]} | ({VALUES_FROM: sources} if sources else {})
+        return {"kind": "sql", "db": chosen[0]} | _sql_stated(goal)
     return None
+
+
+def _sql_stated(goal: str) -> dict[str, Any]:
+    """What an ``sql`` check asserts of the goal's wording: the columns it says come from a
+    table (``values_from``) and the tables it counts (``reads``)."""
+    sources = goal_column_sources(goal)
+    counted = goal_counted_tables(goal)
+    return ({VALUES_FROM: sources} if sources else {}) | ({READS: counted} if counted else {})
+
+
+_COUNTED = re.compile(
+    r"\b(?:(?:number|count|total)\s+of|how\s+many)\s+(?:(?:its|their|the|all)\s+)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)\b",
+    re.IGNORECASE,
+)
+
+
+def goal_counted_tables(goal: str) -> list[str]:
+    """The words the goal counts ("its number of tracks", "how many invoices"), for an
+    ``sql`` check's ``reads``: the query must read that table; the database, when the check
+    runs, says which words are tables (the others are not judged)."""
+    return list(dict.fromkeys(m.group(1) for m in _COUNTED.finditer(goal)))
 
 
 _OWNED_COLUMN = re.compile(
@@ -336,11 +357,11 @@ def stated_floor(
 def _stated_sql(step: Step, goal: str) -> dict[str, Any] | None:
     """The columns the goal says come from a table, asserted on the database the planner's
     own ``sql`` check runs the query against (None when it has none, or the goal says none)."""
-    sources = goal_column_sources(goal)
+    stated = _sql_stated(goal)
     own = [p for p in _parts(step.done_when) if isinstance(p, dict) and p.get("kind") == "sql"]
-    if not sources or not own or any(VALUES_FROM in p for p in own):
+    if not stated or not own or any(VALUES_FROM in p or READS in p for p in own):
         return None
-    return {"kind": "sql", "db": own[0].get("db"), VALUES_FROM: sources}
+    return {"kind": "sql", "db": own[0].get("db")} | stated
 
 
 def _module_floor(

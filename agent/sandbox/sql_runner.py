@@ -65,10 +65,15 @@ def size_of(value: Any) -> int:
     return 8
 
 
-def authorizer(allowed: set[int], pragmas: set[str], denied: list[str]) -> Authorizer:
-    """An authorizer allowing ``allowed`` actions and ``pragmas``, recording what it refused."""
+def authorizer(
+    allowed: set[int], pragmas: set[str], denied: list[str], read: set[str] | None = None
+) -> Authorizer:
+    """An authorizer allowing ``allowed`` actions and ``pragmas``, recording what it refused
+    and, in ``read``, the tables the statement reads (``count(*)`` reads its table too)."""
 
     def authorize(action: int, arg1: Any, arg2: Any, _db: Any, _source: Any) -> int:
+        if action == sqlite3.SQLITE_READ and read is not None and arg1:
+            read.add(str(arg1))
         function = arg2 if action == sqlite3.SQLITE_FUNCTION else None
         if action == sqlite3.SQLITE_PRAGMA and str(arg1).lower() in pragmas:
             return sqlite3.SQLITE_OK
@@ -155,7 +160,8 @@ def run(
     max_bytes: int,
 ) -> dict[str, Any]:
     denied: list[str] = []
-    connection.set_authorizer(authorizer(_READ, set(), denied))
+    read: set[str] = set()
+    connection.set_authorizer(authorizer(_READ, set(), denied, read))
     late = bounded(connection, time_limit_s)
     rows: list[list[Any]] = []
     size = 0
@@ -181,7 +187,32 @@ def run(
     finally:
         connection.set_authorizer(None)
         connection.set_progress_handler(None, 0)
-    return {"rows": rows, "columns": [str(d[0]) for d in cursor.description]}
+    columns = [str(d[0]) for d in cursor.description]
+    return {
+        "rows": rows,
+        "columns": columns,
+        "tables": sorted(read),
+        "scans": scans(connection, query),
+    }
+
+
+def scans(connection: sqlite3.Connection, query: str) -> list[str] | None:
+    """The names the query's plan scans or searches (a table, or the alias it is read by):
+    the authorizer misses a table joined ``USING`` whose columns are not otherwise read.
+    None when there is no plan to read."""
+    connection.set_authorizer(authorizer(_READ, set(), []))
+    try:
+        plan = connection.execute("EXPLAIN QUERY PLAN " + query).fetchall()
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        connection.set_authorizer(None)
+    found = []
+    for row in plan:
+        words = str(row[-1]).split()
+        if len(words) > 1 and words[0] in ("SCAN", "SEARCH"):
+            found.append(words[1])
+    return found
 
 
 def main() -> None:

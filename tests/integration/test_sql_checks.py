@@ -163,6 +163,35 @@ def test_one_row_per_table_row_where_the_goal_asks_for_it(host, level):
 
 
 @pytest.mark.parametrize(
+    ("query", "passed"),
+    [
+        ("SELECT Name, COUNT(*) AS track_count FROM genre GROUP BY Name", False),
+        (
+            "SELECT g.Name, COUNT(*) AS track_count FROM genre g JOIN tracks USING (GenreId) "
+            "GROUP BY g.Name",
+            True,
+        ),
+        (
+            "SELECT Name, (SELECT count(*) FROM tracks t WHERE t.GenreId = g.GenreId) FROM genre g",
+            True,
+        ),
+    ],
+    ids=["counts-genre-rows", "joins-the-tracks", "counts-in-a-subquery"],
+)
+def test_a_table_the_goal_counts_must_be_read_by_the_query(host, level, query, passed):
+    # d12 (2026-12-06): "its number of tracks" counted Genre rows (1 each) and passed
+    report = check("shop.sql", query, {"shop.sql": SHOP}, reads=["tracks", "users"])
+    assert report["passed"] is passed, report  # "users": no such table, not judged
+    if not passed:
+        assert "never reads table tracks" in report["evidence"]
+
+
+def test_reads_takes_plain_names_only(host):
+    report = check("shop.sql", "SELECT 1", {"shop.sql": SHOP}, reads=["a b"])
+    assert not report["passed"] and "reads" in report["evidence"]
+
+
+@pytest.mark.parametrize(
     "bad", [[{"column": "Na me", "table": "genre"}], [{"column": "Name"}], "x"]
 )
 def test_values_from_takes_plain_names_only(host, bad):

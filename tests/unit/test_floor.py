@@ -11,7 +11,7 @@ import pytest
 
 from agent.checks import check_kinds, run_check, validate_check_spec
 from agent.checks.examples import shown_check
-from agent.checks.sql import VALUES_FROM
+from agent.checks.sql import READS, VALUES_FROM
 from agent.plan.floor import (
     goal_calls,
     goal_column_sources,
@@ -238,12 +238,13 @@ def test_a_column_the_goal_says_comes_from_a_table_is_checked_against_that_table
     # on the 1.5B a query returning the track's Name for the genre's passed (a false success)
     (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB)
     sources = [{"column": "Name", "table": "genre", "distinct": True}]
-    assert floor.done_when["checks"][1] == {"kind": "sql", "db": "chinook", VALUES_FROM: sources}
+    stated = {"kind": "sql", "db": "chinook", VALUES_FROM: sources, READS: ["tracks"]}
+    assert floor.done_when["checks"][1] == stated
     # the planner's own sql check is strong: the goal's columns are asserted beside it
     own = {"kind": "sql", "db": "chinook", "expect_rows": 3}
     (strong,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB)
     parts = strong.done_when["checks"]
-    assert {"kind": "sql", "db": "chinook", VALUES_FROM: sources} in parts and own in parts
+    assert stated in parts and own in parts
     (plain,) = plan(step("S1", "top.sql", check=own), goal="Write top.sql.", databases=DB)
     assert plain.done_when == own
 
@@ -685,3 +686,20 @@ def test_a_program_is_told_the_schema_s_own_keywords_in_words():
     assert 'every list of objects with "sku" is sorted by it, ascending' in said
     assert any('"sku"' in line and '"qty"' in line for line in said)
     assert '"out_of_stock" lists "sku" values, not whole objects' in said
+
+
+@pytest.mark.parametrize(
+    ("goal", "counted"),
+    [
+        ("the genre's Name and its number of tracks", ["tracks"]),
+        (
+            "how many invoices each customer has, and the count of their lines",
+            ["invoices", "lines"],
+        ),
+        ("the 3 genres with the most tracks", []),
+    ],
+)
+def test_the_tables_a_goal_counts_are_read(goal, counted):
+    from agent.plan.floor import goal_counted_tables
+
+    assert goal_counted_tables(goal) == counted
