@@ -172,9 +172,13 @@ def _still_needed(part: Any, path: str) -> bool:
     """Whether the planner's own ``part`` stays beside the floor: not presence (the floor
     has it), nor a weak check the planner wrote wrong (the floor proves more than it). On
     the 1.5B a replan's ``syntax`` check with ``uses`` that were not names refused the
-    whole plan, and the run ended ``invalid_plan``."""
+    whole plan, and the run ended ``invalid_plan``. Nor a ``regex`` over a ``.json`` file,
+    which checks how the JSON is formatted: on the 1.5B the planner's pattern of the whole
+    file's text failed every draft of a right file until the depth cap (d12)."""
     if not isinstance(part, dict):
         return True
+    if part.get("kind") == "regex" and posixpath.splitext(path)[1].lower() == ".json":
+        return False  # a pattern over JSON text checks its formatting, which the floor parses
     return part.get("kind") not in PRESENCE and not _impossible(part, path)
 
 

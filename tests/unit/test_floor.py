@@ -703,3 +703,13 @@ def test_the_tables_a_goal_counts_are_read(goal, counted):
     from agent.plan.floor import goal_counted_tables
 
     assert goal_counted_tables(goal) == counted
+
+
+def test_a_planner_s_pattern_over_json_text_gives_way_to_the_floor():
+    # d12: '^inventory.json \\{ "total_value": \\d+, ...' failed a right file to the depth cap
+    goal = 'Write inventory.json with "items": a list and "total": a number.'
+    pattern = {"kind": "regex", "pattern": '^\\{ "total": \\d+ \\}$'}
+    (one,) = plan(step("S1", "inventory.json", check=pattern), goal=goal)
+    assert "regex" not in check_kinds(one.done_when) and "json_schema" in check_kinds(one.done_when)
+    (md,) = plan(step("S1", "notes.md", check=pattern), goal="Write notes.md.")
+    assert "regex" in check_kinds(md.done_when)  # a document's pattern stays
