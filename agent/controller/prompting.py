@@ -76,8 +76,8 @@ def direct_inputs(
     every citation to them). On the 1.5B, a report citing one URL no search returned was
     revised through the tools, searching again for 14 calls and 24k tokens, until the run's
     time budget ran out."""
-    needs_tools = extra_tools or TOOL_CHECKS.intersection(check_kinds(step.get("done_when")))
-    if needs_tools and not sourced:
+    traced = TOOL_CHECKS.intersection(check_kinds(step.get("done_when")))
+    if (extra_tools or traced) and not (sourced and traced):  # only a traced check's revision
         return None
     path = step["expected_output"]
     paths = [p for p in readable_inputs(workspace) if p != path]

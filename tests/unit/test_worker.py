@@ -326,6 +326,22 @@ def test_a_revision_of_a_sourced_draft_is_asked_directly_and_still_traced_to_the
     assert run.files["notes.md"]["status"] == "done"
 
 
+def test_a_revision_of_a_step_with_tools_but_no_traced_check_keeps_its_tools():
+    # sources matter only to a citations check: another step's tools stay in its revision
+    search = local_search_tool(CORPUS)
+    w, _ = worker(
+        [
+            tool_call(search.name, query="hnsw"),
+            tool_call("write_file", path="out.txt", content="x"),
+        ],
+        extra_tools=[search],
+        max_revisions=0,
+    )
+    execute(w)
+    assert w.sources.outputs  # the search returned something
+    assert w.direct_inputs(revising=True) is None
+
+
 def test_search_first_needs_a_citations_check_and_a_tool_that_searches():
     search = local_search_tool(CORPUS)
     assert search_first(CITED, {search.name: search}, "g")["args"] == {"query": "g"}
