@@ -13,6 +13,7 @@ from typing import Any
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
+from agent.models.profiles import profile_names
 from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
@@ -168,6 +169,16 @@ class Context:
             "then in the prompt only), native (always as schemas) or text (never)."
         },
     )
+    profile: str = field(
+        default="auto",
+        metadata={
+            "description": "Model profile: auto (by the model's name: small local models get "
+            "small-local), default (the whole loop: the planner plans, its checks run as "
+            "written, the judge reviews prose, reflection asks its model) or small-local "
+            "(plans made in code when the goal names its files, plan repairs, fresh drafts "
+            "first, data files printed by a program)."
+        },
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -280,6 +291,9 @@ class Context:
             known = ", ".join(ToolCalling)
             msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"
             errors.append(("tool_calling", msg))
+        if "profile" in typed and self.profile not in profile_names():
+            known = ", ".join(profile_names())
+            errors.append(("profile", f"unknown profile {self.profile!r}; expected one of {known}"))
         settings = STRUCTURED_OUTPUT_SETTINGS
         if "structured_output" in typed and self.structured_output not in settings:
             known = ", ".join(settings)

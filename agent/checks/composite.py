@@ -20,7 +20,7 @@ from agent.checks.registry import (
 )
 from agent.checks.report import CheckReport, make_report
 
-__all__ = ["MAX_PARTS", "PRESENCE", "check_kinds", "register"]
+__all__ = ["MAX_PARTS", "PRESENCE", "check_kinds", "proves_criteria", "register"]
 
 MAX_PARTS = 8
 PRESENCE = frozenset({"exists", "non_empty"})
@@ -39,6 +39,22 @@ def check_kinds(spec: Any) -> Iterator[str]:
                 yield from check_kinds(part)
         else:
             yield spec["kind"]
+
+
+UNPROVEN = PRESENCE | {"syntax"}
+"""Kinds that prove the artifact is there (or parses as code), never that it meets a
+criterion: alone, they never let reflection end a run by rule."""
+
+
+def proves_criteria(spec: Any) -> bool:
+    """Whether a ``done_when`` spec executes or parses its artifact against stated criteria
+    (or has a judge read it against a rubric): a part of another kind than
+    :data:`UNPROVEN`, a ``json_schema`` that asks more than "any JSON" included."""
+    if isinstance(spec, Mapping) and spec.get("kind") == "all":
+        return any(proves_criteria(p) for p in spec.get("checks") or ())
+    if isinstance(spec, Mapping) and spec.get("kind") == "json_schema":
+        return bool(spec.get("schema"))
+    return any(kind not in UNPROVEN for kind in check_kinds(spec))
 
 
 def _validate_all(spec: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from agent.env_defaults import MCP_CONFIG_VAR as MCP_ENV
+from agent.models.profiles import profile_names
 from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ToolCalling
 
 # flag dest -> Context field, for the flags that set one
@@ -20,6 +21,7 @@ CONTEXT_FLAGS = {
     "judge_model": "judge_model",
     "reflection_model": "reflection_model",
     "structured_output": "structured_output",
+    "profile": "profile",
     "tool_calling": "tool_calling",
     "request_timeout": "request_timeout_s",
     "max_output_tokens": "max_output_tokens",
@@ -88,6 +90,14 @@ def models(p: argparse.ArgumentParser, note: str = "") -> None:
         "how models return structured answers: auto (learnt per model), or "
         "function_calling, json_schema, json_mode",
         choices=STRUCTURED_OUTPUT_SETTINGS,
+        env=not note,
+    )
+    _setting(
+        g,
+        "--profile",
+        "what the models need beyond the loop: auto (by the model's name), default (the "
+        "whole loop), small-local (plans in code, plan repairs, fresh drafts first)",
+        choices=profile_names(),
         env=not note,
     )
     _setting(

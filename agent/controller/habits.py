@@ -1,80 +1,73 @@
-"""Whether a model revises: learnt per model as loops go, like the structured-output method
-(:mod:`agent.models.structured_methods`).
+"""Whether a model's revisions help, learnt from what its loops did — kept with the thread.
 
-Shown its failing draft and the evidence, a capable model fixes it; Qwen2.5-Coder-1.5B sent
-its HumanEval drafts back byte for byte, and its revisions fixed none on the first 40 in
-three runs, each costing ~900 tokens before the fresh drafts (the task asked anew) that did
-fix some. So once a model's revisions have been flat ``after`` times and never helped, its
-loops draw their fresh drafts first (``LoopConfig.fresh_first``); a model whose revisions
-help keeps revising first. Thread-safe; one instance is shared by a process.
+Shown its failing draft and the evidence, a capable model fixes it; some small models send
+their drafts back byte for byte, each revision costing tokens before the fresh drafts (the
+task asked anew) that do fix some. A profile that allows it (``Profile.fresh_drafts_first``)
+has a model's loops draw fresh drafts first once its revisions have been flat ``after``
+times and never helped. What the revisions did is recorded in each step's ``result`` event
+(``revisions``, with the model's key), so the facts live in the thread's checkpoints:
+nothing is remembered by the process, and one thread never changes how another runs.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
-
-from langchain_core.language_models import BaseChatModel
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from agent.controller.revise import LoopConfig, LoopResult
-from agent.models.factory import model_key
-from agent.models.scripted import ScriptedChatModel
+
+__all__ = ["FLAT_REVISIONS", "RevisionRecord", "as_learnt", "learnt_from", "revisions_of"]
 
 FLAT_REVISIONS = 2
 """Flat revisions (and none that helped) after which a model's loops start with fresh drafts."""
 
 
 @dataclass
-class _Record:
+class RevisionRecord:
+    """How one model's revisions went: the ones that raised the score, the flat ones."""
+
     helped: int = 0
     flat: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-
-class RevisionHabits:
-    """Per model key: how its revisions went, and whether its loops should start fresh."""
-
-    def __init__(self, after: int = FLAT_REVISIONS) -> None:
-        self.after = after
-        self._records: dict[str, _Record] = {}
-        self._lock = threading.Lock()
-
-    def fresh_first(self, key: str) -> bool:
-        """Whether ``key``'s revisions were flat ``after`` times and never helped."""
+    def add(self, result: LoopResult) -> None:
+        """What one more loop's revisions did (loops of one eval run in threads)."""
         with self._lock:
-            record = self._records.get(key)
-            return record is not None and not record.helped and record.flat >= self.after
+            self.helped += result.revisions_helped
+            self.flat += result.revisions_stuck
 
-    def record(self, key: str, result: LoopResult) -> None:
-        """What one loop's revisions did."""
-        with self._lock:
-            record = self._records.setdefault(key, _Record())
-            record.helped += result.revisions_helped
-            record.flat += result.revisions_stuck
-
-    def forget(self) -> None:
-        with self._lock:
-            self._records.clear()
+    def fresh_first(self, after: int = FLAT_REVISIONS) -> bool:
+        """Whether the revisions were flat ``after`` times and never helped."""
+        return not self.helped and self.flat >= after
 
 
-REVISION_HABITS = RevisionHabits()
+def revisions_of(result: LoopResult) -> dict[str, int]:
+    """What a step's ``result`` event records of its loop's revisions."""
+    return {"helped": result.revisions_helped, "flat": result.revisions_stuck}
 
 
-def habit_key(model: BaseChatModel) -> str | None:
-    """The key a model's habits are kept under; None for a scripted model, whose answers are
-    a test's script, not a habit (learnt, one test's script would steer another's loops)."""
-    return None if isinstance(model, ScriptedChatModel) else model_key(model)
+def learnt_from(trajectory: Iterable[Mapping[str, Any]], key: str) -> RevisionRecord:
+    """The record of ``key``'s revisions in a thread's trajectory (its ``result`` events)."""
+    record = RevisionRecord()
+    for event in trajectory:
+        if event.get("action") != "result" or event.get("model") != key:
+            continue
+        revisions = event.get("revisions")
+        if isinstance(revisions, Mapping):
+            record.helped += _count(revisions.get("helped"))
+            record.flat += _count(revisions.get("flat"))
+    return record
 
 
-def as_learnt(config: LoopConfig, model: BaseChatModel) -> LoopConfig:
-    """``config`` for a loop of ``model``: fresh drafts first when its revisions do not help
-    (and it has fresh drafts to draw)."""
-    key = habit_key(model)
-    if key is None or not config.fresh_drafts or not REVISION_HABITS.fresh_first(key):
+def as_learnt(config: LoopConfig, record: RevisionRecord, *, allowed: bool) -> LoopConfig:
+    """``config`` for a loop of a model with ``record``: fresh drafts first when the profile
+    ``allowed`` it, its revisions do not help and it has fresh drafts to draw."""
+    if not allowed or not config.fresh_drafts or not record.fresh_first():
         return config
     return replace(config, fresh_first=True)
 
 
-def learn(model: BaseChatModel, result: LoopResult) -> None:
-    """Remember what the loop's revisions did for ``model``."""
-    if (key := habit_key(model)) is not None:
-        REVISION_HABITS.record(key, result)
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.controller.habits import revisions_of
 from agent.controller.revise import LoopResult
 from agent.errors import classify, describe
 from agent.vfs.entries import Workspace, evidence_line, file_entry, scratch_prefix
@@ -73,8 +74,9 @@ class StepRecords:
         errors (``rule_fatal_error``) and otherwise treats the step as failed."""
         self.event("error", error_class=classify(exc).value, observation=describe(exc))
 
-    def result(self, result: LoopResult, workspace: Workspace) -> None:
-        """The step's files (artifact, scratch, critique) and its result event."""
+    def result(self, result: LoopResult, workspace: Workspace, *, model: str = "") -> None:
+        """The step's files (artifact, scratch, critique) and its result event, which keeps
+        what the loop's revisions did for ``model`` (:mod:`agent.controller.habits`)."""
         path = self.step["expected_output"]
         best = result.best or ""
         if workspace.contents().get(path, None) != best and best:
@@ -116,6 +118,7 @@ class StepRecords:
             defect=signature,
             observation=str(report.get("evidence", ""))[:300],
             **({"fresh_drafts": result.fresh} if result.fresh else {}),
+            **({"model": model, "revisions": revisions_of(result)} if model else {}),
         )
 
     def _critique_file(

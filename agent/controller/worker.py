@@ -27,7 +27,6 @@ from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
 from agent.controller.focus import focus_for, splice
-from agent.controller.habits import as_learnt, learn
 from agent.controller.prompting import (
     direct_inputs,
     direct_messages,
@@ -43,7 +42,7 @@ from agent.controller.sources import CitationSources, search_first
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
-from agent.models.factory import Metered, merge_usage
+from agent.models.factory import Metered, merge_usage, model_key
 from agent.sandbox import SandboxUnavailable
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
@@ -72,6 +71,7 @@ class StepWorker:
         replay: Mapping[str, Any] | None = None,
         tool_calling: str = "auto",
         databases: Mapping[str, str] | None = None,
+        computed_data: bool = False,
     ) -> None:
         self.step = step
         self.step_id = str(step["step_id"])
@@ -86,7 +86,7 @@ class StepWorker:
             "instructions": step["instructions"],
         }
         self.extra_tools = bool(extra_tools)
-        self.computed = is_computed(str(step["expected_output"]))
+        self.computed = computed_data and is_computed(str(step["expected_output"]))
         """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
         self.failure: str | None = None  # why the current draft printed no artifact
         self.workspace = Workspace(
@@ -293,9 +293,8 @@ class StepWorker:
                 self.agenerate,
                 self.gather_evidence,
                 critique_check,
-                config=as_learnt(self.loop_config, self.model.model),
+                config=self.loop_config,
             )
-            learn(self.model.model, result)
         except AwaitingHuman as waiting:
             # stop here, keeping what a re-run needs: the requests and the answers so far
             run.approvals = {r["id"]: r for r in waiting.requests}
@@ -308,7 +307,7 @@ class StepWorker:
         else:
             if result.error is not None:  # the loop stopped on it but kept the best draft
                 self.records.error(result.error)
-            self.records.result(result, self.workspace)
+            self.records.result(result, self.workspace, model=model_key(self.model.model))
             if self.replay.given:
                 run.replay = {self.step_id: None}
         run.usage = merge_usage(run.usage, self.model.usage)

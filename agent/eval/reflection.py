@@ -46,13 +46,14 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
 from agent.checks.critique import critique_from_check, merge
-from agent.controller.habits import as_learnt, learn
+from agent.controller.habits import RevisionRecord, as_learnt
 from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
 from agent.eval.common import Progress, calls, clip, map_tasks, ratio, review, sha, summed_usage
 from agent.eval.datasets import Task
 from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
 from agent.models.factory import JUDGE, Metered, merge_usage, total_tokens
+from agent.models.profiles import AUTO, profile_for
 from agent.prompts import load_prompt
 from agent.vocabulary import StructuredOutput
 
@@ -228,15 +229,20 @@ def reflect_task(
     fresh_drafts: int = FRESH_DRAFTS,
     evidence: Evidence = "check",
     loop_config: LoopConfig | None = None,
+    habits: RevisionRecord | None = None,
 ) -> dict[str, Any]:
-    """Run one task through the revise loop; grade the first draft and the final one."""
+    """Run one task through the revise loop; grade the first draft and the final one.
+    ``habits``: what the eval's earlier loops learnt of the model's revisions (one record
+    per eval run, updated here); None learns nothing."""
     trial = _Trial(task, model, critic, evidence)
     config = loop_config or LoopConfig(
         max_revisions=max_revisions, fresh_drafts=fresh_drafts, timeout_s=LOOP_TIMEOUT_S
     )
-    config = as_learnt(config, model)  # as a plan step's loop learns what revising does
+    if habits is not None:  # as a thread's loops learn what revising does for their model
+        config = as_learnt(config, habits, allowed=True)
     result = revise_loop(task.prompt, trial.generate, trial.gather, trial.critique, config)
-    learn(model, result)
+    if habits is not None:
+        habits.add(result)
     if result.error is not None:  # the loop kept its best draft; a measurement has none to use
         raise result.error
     return _task_record(trial, result)
@@ -329,6 +335,10 @@ def run_reflection_eval(
     counts; the summary says how many.
     """
 
+    # the run learns what revising does for its model, as a thread does, when its profile
+    # allows fresh drafts first (agent.models.profiles)
+    habits = RevisionRecord() if profile_for(AUTO, model).fresh_drafts_first else None
+
     def one(task: Task) -> dict[str, Any]:
         return reflect_task(
             task,
@@ -337,6 +347,7 @@ def run_reflection_eval(
             max_revisions=max_revisions,
             fresh_drafts=fresh_drafts,
             evidence=evidence,
+            habits=habits,
         )
 
     records, wall_time_s = map_tasks(one, tasks, workers, progress)

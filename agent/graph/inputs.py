@@ -27,11 +27,22 @@ StateView = Mapping[str, Any]
 
 def current_channel(name: str) -> Mapping[str, Any]:
     """A state key as the running task sees it ({} outside a run or when unset)."""
-    try:
-        value = ChannelRead.do_read(get_config(), select=name)
-    except (RuntimeError, KeyError):
-        return {}
+    value = _current(name)
     return value if isinstance(value, Mapping) else {}
+
+
+def current_list(name: str) -> list[Any]:
+    """A list-valued state key (``trajectory``) as the running task sees it ([] outside a
+    run or when unset)."""
+    value = _current(name)
+    return list(value) if isinstance(value, list) else []
+
+
+def _current(name: str) -> Any:
+    try:
+        return ChannelRead.do_read(get_config(), select=name)
+    except (RuntimeError, KeyError):
+        return None
 
 
 def current_files() -> Mapping[str, Any]:

@@ -26,6 +26,7 @@ from agent.reflection.budget import budget_of
 from agent.state import SubagentTask
 from agent.vfs.entries import finished_artifacts, scratch_prefix
 from agent.vfs.origin import user_paths
+from agent.vocabulary import Decision
 
 __all__ = ["Planner", "dispatch", "subagent_task"]
 
@@ -76,6 +77,7 @@ class Planner:
                 max_plan_steps=ctx.max_plan_steps,
                 planning=ctx.planning,
                 databases=tuple(declared_databases(ctx, self.databases)),
+                profile=self.roles.profile("planner", ctx),
             )
         except Exception as exc:
             usage = {"usage": metered.usage}
@@ -83,7 +85,23 @@ class Planner:
         update: dict[str, Any] = {"usage": metered.usage, "plan_request": None}
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
+        if outcome.fallback:  # never a silent default: the log says the plan is code's
+            update["decisions"] = [fallback_entry(state, outcome.fallback)]
         return update | apply_plan(state, outcome.steps)
+
+
+def fallback_entry(state: StateView, reason: str) -> dict[str, Any]:
+    """The ``decisions`` entry of a plan made in code because the planner model's stayed
+    invalid: a rule's replan, counted nowhere (reflection did not run)."""
+    return {
+        "round": int(state.get("step") or 0),
+        "decision": str(Decision.REPLAN),
+        "reason": reason,
+        "by": "rule",
+        "forced": True,
+        "depth": int(state.get("reflection_depth") or 0),
+        "defects": [],
+    }
 
 
 def announced(state: StateView, ctx: Context, update: dict[str, Any]) -> dict[str, Any]:

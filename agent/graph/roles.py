@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from agent.context import Context
 from agent.controller.subagents import SubAgent
 from agent.models.factory import JUDGE, Metered, load_model
+from agent.models.profiles import Profile, profile_for
 
 __all__ = ["Roles"]
 
@@ -54,3 +55,8 @@ class Roles:
         """The role's model, counting the tokens it reports; its calls carry ``role`` and
         ``metadata``."""
         return Metered(self.model_for(role, ctx), role, ctx.structured_output, metadata)
+
+    def profile(self, role: str, ctx: Context) -> Profile:
+        """The model profile in force for ``role`` (``Context.profile``; ``auto`` goes by
+        the name of the role's model)."""
+        return profile_for(ctx.profile, self.model_for(role, ctx))

@@ -13,15 +13,16 @@ from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 
 from agent.context import Context, as_context
+from agent.controller.habits import as_learnt, learnt_from
 from agent.controller.revise import LoopConfig
 from agent.controller.subagents import SubAgent
 from agent.controller.worker import StepRun, StepWorker
 from agent.errors import ErrorClass, classify
 from agent.events import check_event, progress_message
-from agent.graph.inputs import current_channel, current_files, declared_databases
+from agent.graph.inputs import current_channel, current_files, current_list, declared_databases
 from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
-from agent.models.factory import JUDGE, Metered, merge_usage
+from agent.models.factory import JUDGE, Metered, merge_usage, model_key
 from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
@@ -74,6 +75,15 @@ class Subagent:
         """The step's worker: its subagent's prompt and tools, the revise loop's bounds from
         the Context and the task's allowances, and where its tool calls happen."""
         step = task["step"]
+        profile = self.roles.profile(step["action"], ctx)
+        learnt = learnt_from(current_list("trajectory"), model_key(model.model))
+        loop_config = LoopConfig(
+            max_revisions=ctx.max_revisions,
+            fresh_drafts=ctx.fresh_drafts,
+            min_gain=ctx.min_gain,
+            token_budget=max(1, int(task["token_allowance"])),
+            timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
+        )
         return StepWorker(
             step=step,
             goal=task["goal"],
@@ -83,18 +93,13 @@ class Subagent:
             model=model,
             judge=judge,
             extra_tools=list(spec.get("tools") or []),
-            loop_config=LoopConfig(
-                max_revisions=ctx.max_revisions,
-                fresh_drafts=ctx.fresh_drafts,
-                min_gain=ctx.min_gain,
-                token_budget=max(1, int(task["token_allowance"])),
-                timeout_s=task.get("time_allowance_s") or ctx.time_budget_s,
-            ),
+            loop_config=as_learnt(loop_config, learnt, allowed=profile.fresh_drafts_first),
             max_tool_turns=self.max_tool_turns,
             scope=call_scope(runtime, self._interrupt_on(ctx)),
             tool_calling=ctx.tool_calling,
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
+            computed_data=profile.computed_data,
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:

@@ -75,6 +75,7 @@ from agent.plan.kept import (
 )
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
+from agent.prompts import render
 
 __all__ = [
     "WEAK_KINDS",
@@ -135,14 +136,18 @@ def raise_to_floor(
     *,
     databases: Collection[str] = (),
     kept: Mapping[str, str] | None = None,
+    repairs: bool = False,
 ) -> list[Step]:
     """``steps`` with every weak check raised to its artifact's floor (module docstring).
     ``kept``: the source of each of the user's modules as the user gave it, which a step
-    rewriting that module must keep (:mod:`agent.plan.kept`)."""
+    rewriting that module must keep (:mod:`agent.plan.kept`). The planner's own parts stay
+    beside the floor, as written; only with ``repairs`` (a small model's profile) are the
+    parts that cannot pass on the artifact left out."""
     kept = kept or {}
     out = []
     for step in steps:
-        step = _without_impossible(step)
+        if repairs:
+            step = _without_impossible(step)
         spec = step.done_when
         weak = set(check_kinds(spec)) <= WEAK_KINDS
         if _raised(spec):
@@ -151,13 +156,21 @@ def raise_to_floor(
             floor = floor_check(step, steps, goal, databases=databases, kept=kept)
         else:
             floor = stated_floor(step, steps, goal, kept=kept)
+        if (
+            not _raised(spec)
+            and is_prose(step.expected_output)
+            and "rubric" not in check_kinds(spec)
+        ):
+            # no program can judge prose: the judge reads it against the step and the goal
+            rubric = prose_rubric(step, goal)
+            floor = rubric if floor is None else {"kind": "all", "checks": [*_parts(floor), rubric]}
         if floor is None:
             out.append(step)
             continue
         own = _parts(step.done_when)
         floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
         parts = [_presence(step.expected_output), *floors]
-        parts += [p for p in own if _still_needed(p, step.expected_output)]
+        parts += [p for p in own if _still_needed(p, step.expected_output, repairs=repairs)]
         # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
         raised = {
             "kind": "all",
@@ -168,7 +181,28 @@ def raise_to_floor(
     return out
 
 
-def _still_needed(part: Any, path: str) -> bool:
+PROSE = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
+"""Artifacts no program can judge: a judge reads them against a rubric."""
+RUBRIC_QUOTE_CHARS = 600  # the most of the goal and the step's instructions a criterion quotes
+
+
+def is_prose(path: str) -> bool:
+    """Whether ``path`` is prose (module constant :data:`PROSE`)."""
+    return posixpath.splitext(path)[1].lower() in PROSE
+
+
+def prose_rubric(step: Step, goal: str) -> dict[str, Any]:
+    """The rubric a judge reads prose against: the step's instructions, the goal and what
+    they state of the file (``prompts/floor_rubric.txt``), each quoted and capped."""
+    text = render(
+        "floor_rubric",
+        instructions=" ".join(step.instructions.split())[:RUBRIC_QUOTE_CHARS],
+        goal=" ".join(goal.split())[:RUBRIC_QUOTE_CHARS],
+    )
+    return {"kind": "rubric", "criteria": [c.strip() for c in text.splitlines() if c.strip()]}
+
+
+def _still_needed(part: Any, path: str, *, repairs: bool) -> bool:
     """Whether the planner's own ``part`` stays beside the floor: not presence (the floor
     has it), nor a weak check the planner wrote wrong (the floor proves more than it). On
     the 1.5B a replan's ``syntax`` check with ``uses`` that were not names refused the
@@ -177,6 +211,8 @@ def _still_needed(part: Any, path: str) -> bool:
     file's text failed every draft of a right file until the depth cap (d12)."""
     if not isinstance(part, dict):
         return True
+    if not repairs:  # the floor's presence part stands for the planner's
+        return part.get("kind") not in PRESENCE
     if part.get("kind") == "regex" and posixpath.splitext(path)[1].lower() == ".json":
         return False  # a pattern over JSON text checks its formatting, which the floor parses
     return part.get("kind") not in PRESENCE and not _impossible(part, path)
@@ -255,7 +291,7 @@ def floor_check(
         if one and (codes := goal_codes(goal)):
             schema[SPELLED] = codes
         return {"kind": "json_schema", "schema": schema}
-    if suffix in _DOCUMENTS:
+    if suffix in PROSE:
         return citations_floor(path, goal, asked)
     if suffix == ".sql":
         named = [d for d in databases if re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w-])", goal)]
@@ -319,7 +355,6 @@ def _one_row_each(goal: str, table: str) -> bool:
     return re.search(each, goal, re.IGNORECASE) is not None
 
 
-_DOCUMENTS = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
 _CITE = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.IGNORECASE)
 _AT_LEAST = re.compile(
     r"\bcit(?:e|es|ing)\b[^.;]{0,40}?\b(?:at least|no fewer than|a minimum of)\s+"

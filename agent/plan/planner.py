@@ -5,7 +5,7 @@ the plan it replaces. No graph here: the planner node calls this."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
 from agent.models.factory import Metered
+from agent.models.profiles import DEFAULT, Profile
 from agent.plan.direct import direct_steps, is_artifact_path, role_for
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
@@ -35,6 +36,8 @@ class PlanOutcome:
 
     steps: list[Step] | None
     errors: list[str] = field(default_factory=list)
+    fallback: str = ""
+    """Why the plan was made in code although the model was asked (empty: it was not)."""
 
 
 async def ask_planner(
@@ -47,10 +50,13 @@ async def ask_planner(
     max_plan_steps: int,
     planning: str = Planning.UPFRONT,
     databases: Collection[str] = (),
+    profile: Profile = DEFAULT,
 ) -> PlanOutcome:
     """Plan (or replan) the goal; an invalid answer is retried once with its errors.
     ``databases``: the names (never the paths) of the databases the user declared, which
-    the planner is shown and its sql checks may name."""
+    the planner is shown and its sql checks may name. The planner model plans every first
+    plan unless ``profile`` plans in code; a plan made in code (one step per file the goal
+    names) is also the fallback when the model's plans stayed invalid, said in ``fallback``."""
     files = state.get("files") or {}
     goal = str(state.get("goal", ""))
 
@@ -65,15 +71,45 @@ async def ask_planner(
             # the human's answer states examples too ("split_words('Hi') == ['hi']")
             goal=f"{goal}\n\n{answer}" if answer.strip() else goal,
             kept=user_modules(files),
+            repairs=profile.plan_repairs,
         )
         return PlanOutcome(steps, errors)
 
-    first = not state.get("plan")
-    direct = direct_steps(goal, files, registry, max_plan_steps, answer) if first else None
-    if direct is not None:  # the goal names its files: no model call (agent.plan.direct)
+    def in_code() -> PlanOutcome | None:
+        direct = direct_steps(goal, files, registry, max_plan_steps, answer)
+        if direct is None:
+            return None
         outcome = parsed(PlanDraft(steps=direct))
-        if outcome.steps is not None:
-            return outcome
+        return outcome if outcome.steps is not None else None
+
+    first = not state.get("plan")
+    if first and profile.plan_in_code and (coded := in_code()) is not None:
+        return coded
+    outcome = await _ask_model(metered, state, registry, parsed, reason, answer, max_plan_steps,
+                               planning, databases)  # fmt: skip
+    if outcome.steps is None and first and (coded := in_code()) is not None:
+        listed = "; ".join(outcome.errors)[:600]
+        coded.fallback = (
+            f"the planner model's plan stayed invalid ({listed}): planned in code, one step "
+            "per file the goal names"
+        )
+        return coded
+    return outcome
+
+
+async def _ask_model(
+    metered: Metered,
+    state: Mapping[str, Any],
+    registry: Mapping[str, SubAgent],
+    parsed: Callable[[PlanDraft], PlanOutcome],
+    reason: str,
+    answer: str,
+    max_plan_steps: int,
+    planning: str,
+    databases: Collection[str],
+) -> PlanOutcome:
+    """The planner model's plan: one retry with the errors, one more with an example plan
+    when the retry repeated the invalid plan word for word."""
     messages = _planner_messages(
         state, registry, reason, answer, max_plan_steps, planning, databases
     )

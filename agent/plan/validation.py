@@ -138,9 +138,11 @@ def parse_plan(
     asked: Collection[str] = (),
     goal: str = "",
     kept: Mapping[str, str] | None = None,
+    repairs: bool = False,
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
-    Repaired first, where that is safe: ``file.py::test``-like names are cut back to a
+    With ``repairs`` (a model profile's choice, :mod:`agent.models.profiles`), repaired
+    first, where that is safe: ``file.py::test``-like names are cut back to a
     known file, a scratch output (``work/S1/stats.py``) is moved to the known file below
     it, steps that write the same file are merged
     (:func:`merge_same_outputs`), a pytest check of a step's own tests moves to the module
@@ -148,7 +150,7 @@ def parse_plan(
     check names, only the steps that the files the goal names (``asked``) need are kept,
     and one step writing a module runs after every other (:mod:`agent.plan.needs`); then a
     check that cannot prove its artifact works is raised to the floor the artifact's kind
-    and the ``goal`` allow (:mod:`agent.plan.floor`).
+    and the ``goal`` allow (:mod:`agent.plan.floor`), beside the planner's own check.
     ``databases``: the names of the databases the user declared; ``files``: the paths
     already in the thread (``plan_errors``); ``kept``: the source of each of the user's
     modules as given, which a step rewriting one must keep (:mod:`agent.plan.kept`)."""
@@ -167,10 +169,11 @@ def parse_plan(
                 for err in exc.errors()[:20]
             ]
             return None, errors
-    steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
-    steps = own_tests_moved(merge_same_outputs(steps), asked)
-    steps = one_after_all_modules(needed_steps(depend_on_checked_files(steps), asked))
-    steps = raise_to_floor(steps, goal, databases=databases, kept=kept)
+    if repairs:
+        steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
+        steps = own_tests_moved(merge_same_outputs(steps), asked)
+        steps = one_after_all_modules(needed_steps(depend_on_checked_files(steps), asked))
+    steps = raise_to_floor(steps, goal, databases=databases, kept=kept, repairs=repairs)
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files
     )

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 # the words qualified: the record of one reflection here is a Decision too
 from agent import vocabulary
+from agent.checks.composite import proves_criteria
 from agent.errors import ErrorClass
 from agent.plan.needs import named_files
 from agent.plan.progress import is_done, pending_steps
@@ -92,24 +93,27 @@ def rule_progress(s: Situation) -> Decision | None:
 
 
 def rule_finished(s: Situation) -> Decision | None:
-    """The work the goal names is finished: every planned artifact passed its check, the
+    """The work the goal names is finished and proven: every planned artifact passed a
+    check that executed or parsed it against stated criteria (or a judge passed it), the
     plan writes a file the goal names and every file it names is there, and no blocking
-    critique is open → end, without asking the model. On the 1.5B a reflection shown one
-    finished query answered "replan: the goal requires more steps", and the replans rewrote
-    the right query until the depth cap (or as ``-- No changes required``). With rolling
-    planning a finished plan may be one segment of the goal: the model is asked."""
+    critique is open → end, without asking the model. An artifact proven only to be there
+    (``non_empty``, ``exists``, ``syntax``) leaves the decision to reflection's model. With
+    rolling planning a finished plan may be one segment of the goal: the model is asked."""
     if not s.plan or s.planning != Planning.UPFRONT or pending_steps(s.plan, s.files):
         return None
     outputs = {st["expected_output"] for st in s.plan.get("steps", [])}
     named = set(named_files(s.goal))
     if not outputs & named or any(p not in outputs and p not in s.files for p in named):
         return None
+    if not all(proves_criteria(st.get("done_when")) for st in s.plan.get("steps", [])):
+        return None
     if _open_critique(s):
         return None
     done = s.done_files()
     return Decision(
         vocabulary.Decision.END,
-        "every planned artifact passed its check and every file the goal names is there",
+        "every planned artifact passed a check of what it must do, and every file the goal "
+        "names is there",
         counts_depth=False,
         final_answer=f"Done. Artifacts: {', '.join(done)}.",
     )

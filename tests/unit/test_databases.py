@@ -18,11 +18,16 @@ from agent.checks.databases import (
     parse_databases,
 )
 from agent.plan.planner import describe_databases
-from agent.plan.validation import parse_plan
+from agent.plan.validation import parse_plan as _parse_plan
 from agent.prompts import render
 
 ACTIONS = {"writer", "coder"}
 NEVER = "a check never opens a host path"
+
+
+def parse_plan(*args, **kwargs):
+    """The repairs a small model's profile turns on are under test here."""
+    return _parse_plan(*args, repairs=True, **kwargs)
 
 
 def sqlite_file(path: Path) -> Path:

@@ -1,4 +1,6 @@
-"""Goals that name their files are planned by code, without the planner model."""
+"""Goals that name their files are planned by code, without the planner model, when the
+model's profile says so (small local models); every other profile asks the planner model
+and falls back to the plan made in code only when the model's plans stay invalid."""
 
 import asyncio
 
@@ -7,6 +9,7 @@ from langchain_core.tools import tool
 
 from agent.controller.subagents import build_registry
 from agent.models.factory import Metered
+from agent.models.profiles import DEFAULT, SMALL_LOCAL
 from agent.models.scripted import ScriptedChatModel
 from agent.plan.direct import asks_human, direct_steps, goal_outputs, goal_question
 from agent.plan.planner import ask_planner
@@ -20,7 +23,15 @@ def user(text):
     return file_entry(text, step=0, origin=USER)
 
 
-def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None, answer=""):
+def plan(
+    goal,
+    files=None,
+    registry=REGISTRY,
+    plan_answers=(),
+    state_plan=None,
+    answer="",
+    profile=SMALL_LOCAL,
+):
     model = ScriptedChatModel(list(plan_answers))
     state = {"goal": goal, "files": files or {}, "step": 0, "plan": state_plan}
     outcome = asyncio.run(
@@ -31,9 +42,50 @@ def plan(goal, files=None, registry=REGISTRY, plan_answers=(), state_plan=None, 
             reason="",
             answer=answer,
             max_plan_steps=8,
+            profile=profile,
         )
     )
     return outcome, model
+
+
+MODEL_PLAN = {
+    "steps": [
+        {
+            "step_id": "S1",
+            "action": "coder",
+            "instructions": "Write roman.py with to_roman.",
+            "expected_output": "roman.py",
+            "done_when": {"kind": "python", "code": "assert to_roman(4) == 'IV'"},
+        }
+    ]
+}
+
+
+def test_the_default_profile_asks_the_planner_model_even_when_the_goal_names_its_file():
+    goal = "Write roman.py with to_roman(n: int) -> str."
+    outcome, model = plan(goal, plan_answers=[MODEL_PLAN], profile=DEFAULT)
+    assert len(model.calls) == 1 and not outcome.fallback
+    # the planner's own check runs as written, beside what the product adds
+    assert "assert to_roman(4) == 'IV'" in str(outcome.steps[0].done_when)
+
+
+def test_a_plan_made_in_code_is_the_fallback_when_the_planner_s_plans_stay_invalid():
+    invalid = {"steps": [{**MODEL_PLAN["steps"][0], "action": "nobody"}]}
+    outcome, model = plan(
+        "Write roman.py with to_roman(n: int) -> str.",
+        plan_answers=[invalid] * 3,
+        profile=DEFAULT,
+    )
+    assert len(model.calls) >= 2  # asked, then retried with the errors
+    assert [s.expected_output for s in outcome.steps] == ["roman.py"]
+    assert "nobody" in outcome.fallback and "planned in code" in outcome.fallback
+
+
+def test_without_a_file_named_an_invalid_plan_stays_invalid():
+    invalid = {"steps": [{**MODEL_PLAN["steps"][0], "action": "nobody"}]}
+    outcome, _ = plan("Write a converter to roman numerals.", plan_answers=[invalid] * 3,
+                      profile=DEFAULT)  # fmt: skip
+    assert outcome.steps is None and outcome.errors and not outcome.fallback
 
 
 def test_a_goal_naming_one_file_is_one_step_without_a_model_call():

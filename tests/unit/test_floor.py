@@ -24,10 +24,15 @@ from agent.plan.floor import (
     without_floor,
 )
 from agent.plan.steps import Step
-from agent.plan.validation import parse_plan
+from agent.plan.validation import parse_plan as _parse_plan
 from tests.fakes import step
 
 ACTIONS = {"writer", "coder"}
+
+
+def parse_plan(*args, **kwargs):
+    """The repairs a small model's profile turns on are under test here."""
+    return _parse_plan(*args, repairs=True, **kwargs)
 
 
 def plan(*steps, goal="", databases=()):
@@ -208,14 +213,18 @@ def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
     assert stated(b.done_when) == {"defines": [], "examples": []}
 
 
-def test_test_files_and_other_kinds_of_file_keep_their_check():
+def test_test_files_keep_their_check_and_prose_is_judged_beside_it():
     steps = plan(
         step("S1", "test_roman.py", action="coder"),
         step("S2", "notes.md"),
         step("S3", "conftest.py", action="coder"),
         goal="Write roman.py with to_roman(n) and its tests.",
     )
-    assert [s.done_when for s in steps] == [{"kind": "non_empty"}] * 3
+    assert [steps[0].done_when, steps[2].done_when] == [{"kind": "non_empty"}] * 2
+    notes = steps[1].done_when["checks"]
+    assert [c["kind"] for c in notes] == ["non_empty", "rubric"]
+    assert any("Write notes.md." in c for c in notes[1]["criteria"])
+    assert without_floor(steps[1].done_when) == {"kind": "non_empty"}
 
 
 def test_json_gets_the_goal_s_keys_only_when_it_is_the_goal_s_one_json_file():
@@ -653,7 +662,8 @@ def test_a_weak_check_that_cannot_pass_on_its_file_gives_way():
     notes = set(check_kinds(parsed[1].done_when))
     assert "syntax" not in notes and "contains" in notes
     alone = {"steps": [step("S1", "notes.md", check={"kind": "syntax"})]}
-    parsed, errors = parse_plan(alone, actions=ACTIONS, max_steps=5)
+    # without repairs (the default profile) a check that cannot pass is sent back, never dropped
+    parsed, errors = _parse_plan(alone, actions=ACTIONS, max_steps=5)
     assert parsed is None and any("cannot pass here: no syntax check for .md" in e for e in errors)
 
 

@@ -1,14 +1,11 @@
-"""Whether a model revises, learnt per model: fresh drafts first for one that does not."""
+"""Whether a model revises, learnt from the thread's own trajectory: fresh drafts first for
+one that does not, when its profile allows it; nothing kept by the process."""
 
 from __future__ import annotations
 
-import pytest
-from langchain_openai import ChatOpenAI
-
 from agent.controller import habits
-from agent.controller.habits import RevisionHabits, as_learnt, habit_key, learn
+from agent.controller.habits import RevisionRecord, as_learnt, learnt_from, revisions_of
 from agent.controller.revise import LoopConfig, LoopResult
-from agent.models.scripted import ScriptedChatModel
 from agent.vocabulary import LoopStop
 
 
@@ -25,41 +22,49 @@ def result(helped: int = 0, stuck: int = 0) -> LoopResult:
     )
 
 
+def event(model: str, helped: int = 0, stuck: int = 0) -> dict:
+    return {"action": "result", "model": model, "revisions": revisions_of(result(helped, stuck))}
+
+
 def test_a_model_whose_revisions_never_help_starts_its_loops_fresh():
-    learnt = RevisionHabits(after=2)
-    learnt.record("m", result(stuck=1))
-    assert not learnt.fresh_first("m")  # one flat revision is not a habit yet
-    learnt.record("m", result(stuck=1))
-    assert learnt.fresh_first("m") and not learnt.fresh_first("other")
+    record = RevisionRecord()
+    record.add(result(stuck=1))
+    assert not record.fresh_first()  # one flat revision is not a habit yet
+    record.add(result(stuck=1))
+    assert record.fresh_first()
 
 
 def test_a_model_whose_revisions_helped_once_keeps_revising_first():
-    learnt = RevisionHabits(after=2)
-    learnt.record("m", result(helped=1))
-    learnt.record("m", result(stuck=5))
-    assert not learnt.fresh_first("m")
+    record = RevisionRecord()
+    record.add(result(helped=1))
+    record.add(result(stuck=5))
+    assert not record.fresh_first()
 
 
-@pytest.fixture
-def fresh_habits(monkeypatch):
-    learnt = RevisionHabits(after=2)
-    monkeypatch.setattr(habits, "REVISION_HABITS", learnt)
-    return learnt
+def test_the_record_is_read_from_the_threads_result_events_of_that_model_only():
+    trajectory = [event("m", stuck=1), event("other", helped=3), event("m", stuck=1)]
+    trajectory += [{"action": "check", "model": "m", "revisions": {"flat": 9}}]
+    assert learnt_from(trajectory, "m") == RevisionRecord(helped=0, flat=2)
+    assert learnt_from(trajectory, "other").helped == 3
+    assert learnt_from([], "m") == RevisionRecord()
 
 
-def test_a_loop_of_a_model_that_does_not_revise_is_configured_fresh_first(fresh_habits):
-    model = ChatOpenAI(model="qwen", api_key="x", base_url="http://127.0.0.1:9/v1")
+def test_hostile_counts_in_a_trajectory_count_nothing():
+    trajectory = [{"action": "result", "model": "m", "revisions": {"helped": -5, "flat": "9"}}]
+    trajectory += [{"action": "result", "model": "m", "revisions": {"flat": True}}]
+    trajectory += [{"action": "result", "model": "m", "revisions": "flat"}]
+    assert learnt_from(trajectory, "m") == RevisionRecord()
+
+
+def test_a_loop_is_fresh_first_only_when_the_profile_allows_and_drafts_remain():
     config = LoopConfig(fresh_drafts=3)
-    assert as_learnt(config, model) is config
-    learn(model, result(stuck=2))
-    assert as_learnt(config, model).fresh_first
+    flat = RevisionRecord(flat=2)
+    assert as_learnt(config, RevisionRecord(), allowed=True) is config
+    assert as_learnt(config, flat, allowed=True).fresh_first
+    assert as_learnt(config, flat, allowed=False) is config  # the default profile revises
     # without fresh drafts to draw there is nothing to start with
-    assert not as_learnt(LoopConfig(fresh_drafts=0), model).fresh_first
+    assert not as_learnt(LoopConfig(fresh_drafts=0), flat, allowed=True).fresh_first
 
 
-def test_a_scripted_model_teaches_nothing(fresh_habits):
-    # a test's script is not a model's habit: learnt, it would steer the next test's loops
-    model = ScriptedChatModel(["x"])
-    assert habit_key(model) is None
-    learn(model, result(stuck=9))
-    assert not as_learnt(LoopConfig(fresh_drafts=3), model).fresh_first
+def test_nothing_is_learnt_by_the_process():
+    assert not [n for n in dir(habits) if n.isupper() and n not in ("FLAT_REVISIONS",)]

@@ -2,11 +2,16 @@ import pytest
 
 from agent.plan import plan_actual_diff
 from agent.plan.progress import merge_replan, ready_steps
-from agent.plan.validation import parse_plan
+from agent.plan.validation import parse_plan as _parse_plan
 from agent.vfs.entries import file_entry
 from tests.fakes import chain, step
 
 ACTIONS = {"writer", "coder", "researcher", "critic"}
+
+
+def parse_plan(*args, **kwargs):
+    """The repairs a small model's profile turns on are under test here."""
+    return _parse_plan(*args, repairs=True, **kwargs)
 
 
 def parse(steps, max_steps=50):
@@ -82,7 +87,8 @@ def test_replan_keeps_done_unaffected_steps_and_reruns_affected_ones():
         step("S2", "b.md", deps=("S1",)),
         step("S3", "c.md", deps=("S2",)),
     ]
-    old = {"version": 1, "steps": old_steps}
+    planned, _ = parse(old_steps)  # as the first plan was stored: its checks raised
+    old = {"version": 1, "steps": [s.model_dump() for s in planned]}
     files = {p: file_entry(p, step=1, status="done") for p in ("a.md", "b.md", "c.md")}
     better = step("S2", "b.md", deps=("S1",), text="Write b.md better.")
     changed = [old_steps[0], better, old_steps[2]]

@@ -12,17 +12,23 @@ import pytest
 from agent.checks import describe_kinds
 from agent.controller.subagents import build_registry
 from agent.models.factory import Metered
+from agent.models.profiles import SMALL_LOCAL
 from agent.models.scripted import ScriptedChatModel
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.planner import DEFAULT_EXAMPLE_OUTPUT, ask_planner, example_plan
 from agent.plan.same_outputs import merge_same_outputs
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step
-from agent.plan.validation import parse_plan
+from agent.plan.validation import parse_plan as _parse_plan
 from agent.vfs.entries import file_entry
 from tests.fakes import step
 
 ACTIONS = {"writer", "coder", "researcher", "critic"}
+
+
+def parse_plan(*args, **kwargs):
+    """The repairs a small model's profile turns on are under test here."""
+    return _parse_plan(*args, repairs=True, **kwargs)
 
 
 def parse(steps, files=()):
@@ -336,7 +342,7 @@ def test_a_scratch_output_below_which_is_a_known_file_writes_that_file(scratch):
     ]
     steps, errors = parse_plan({"steps": plan}, actions=ACTIONS, max_steps=20, files=["stats.py"])
     assert errors == [] and steps[0].expected_output == "stats.py"
-    assert steps[1].done_when == {"kind": "contains", "all": ["stats.py"]}
+    assert without_floor(steps[1].done_when) == {"kind": "contains", "all": ["stats.py"]}
 
 
 def test_a_scratch_output_below_which_is_another_steps_file_is_merged_into_that_step():
@@ -420,6 +426,7 @@ def test_the_planner_keeps_only_what_the_goal_asks_for():
             reason="",
             answer="",
             max_plan_steps=10,
+            profile=SMALL_LOCAL,
         )
     )
     assert outcome.errors == [] and [s.step_id for s in outcome.steps] == ["S1"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from agent.context import Context
 from agent.reflection.budget import budget_left
 from agent.reflection.model_view import reflection_input
@@ -56,10 +58,14 @@ def test_progress_rule_steps_aside_for_an_open_critique():
     assert decide_by_rule(situation(files, dispatched=["S1"])) is None
 
 
+SQL_CHECK = {"kind": "sql", "db": "chinook", "expect_rows": 3}
+RUBRIC = {"kind": "rubric", "criteria": ["covers the goal"]}
+
+
 def test_a_finished_plan_of_the_files_the_goal_names_ends_by_rule():
     # on the 1.5B a reflection shown the one finished query replanned it until the depth cap
     files = {"top.sql": done("top.sql")}
-    steps = [step("S1", "top.sql")]
+    steps = [step("S1", "top.sql", check=SQL_CHECK)]
     goal = "Write top.sql: the three genres with the most tracks."
     decision = decide_by_rule(situation(files, steps=steps, goal=goal, depth=1))
     assert (
@@ -67,19 +73,44 @@ def test_a_finished_plan_of_the_files_the_goal_names_ends_by_rule():
     )
 
 
+@pytest.mark.parametrize(
+    "check",
+    [
+        {"kind": "non_empty"},
+        {"kind": "exists"},
+        {"kind": "syntax"},
+        {"kind": "json_schema", "schema": {}},
+        {"kind": "all", "checks": [{"kind": "non_empty"}, {"kind": "syntax"}]},
+    ],
+)
+def test_an_artifact_proven_only_to_be_there_never_ends_by_rule(check):
+    # "hello" passes non_empty: whether report.md is done is reflection's model's to say
+    files = {"report.md": done("report.md")}
+    steps = [step("S1", "report.md", check=check)]
+    s = situation(files, steps=steps, goal="Write report.md for executives.", depth=1)
+    assert decide_by_rule(s) is None
+
+
 def test_the_finished_rule_steps_aside_when_the_goal_may_want_more():
     files = {"a.md": done("a.md"), "b.md": done("b.md")}
-    named_missing = situation(files, goal="Write a.md, b.md and c.md.")  # c.md: no step
-    no_name = situation(files)  # "goal" names no file: the model decides
-    rolling = situation(files, goal="Write a.md and b.md.", planning="rolling")
-    failing = situation({**files, "b.md": failed("b.md")}, goal="Write a.md and b.md.")
+    judged = [step("S1", "a.md", check=RUBRIC), step("S2", "b.md", deps=("S1",), check=RUBRIC)]
+    named_missing = situation(
+        files, steps=judged, goal="Write a.md, b.md and c.md."
+    )  # no c.md step
+    no_name = situation(files, steps=judged)  # "goal" names no file: the model decides
+    rolling = situation(files, steps=judged, goal="Write a.md and b.md.", planning="rolling")
+    failing = situation(
+        {**files, "b.md": failed("b.md")}, steps=judged, goal="Write a.md and b.md."
+    )
     critique = {"work/S0/critique.json": file_entry("{}", step=1, kind="critique")}
-    open_critique = situation({**files, **critique}, goal="Write a.md and b.md.")
+    open_critique = situation({**files, **critique}, steps=judged, goal="Write a.md and b.md.")
     for s in (named_missing, no_name, rolling, failing, open_critique):
         assert decide_by_rule(s) is None or decide_by_rule(s).decision != "end"
     given = {**files, "data.csv": file_entry("x", step=0)}  # a named file the user gave
     assert (
-        decide_by_rule(situation(given, goal="Read data.csv; write a.md and b.md.")).decision
+        decide_by_rule(
+            situation(given, steps=judged, goal="Read data.csv; write a.md and b.md.")
+        ).decision
         == "end"
     )
 

@@ -38,7 +38,9 @@ def _ticked(text: str) -> list[str]:
 
 
 def _table_rows(text: str) -> list[tuple[str, str]]:
-    """The (status, stop_reason) cells of the status × stop_reason table."""
+    """The (status, stop_reason) cells of the status × stop_reason table (the page's part
+    before its first section heading)."""
+    text = text.split("\n## ", 1)[0]
     rows = [line.split("|")[1:3] for line in text.splitlines() if line.startswith("| `")]
     return [(status.strip(), reasons.strip()) for status, reasons in rows]
 

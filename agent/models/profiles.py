@@ -1,0 +1,135 @@
+"""Model profiles: what a model needs beyond the loop every model gets, as data.
+
+The loop of docs/architecture.md (the planner plans, its checks run as written, the judge
+reviews prose, reflection asks its model) is the ``default`` profile, and it is what every
+model runs unless a profile says otherwise. A small local model needs help a capable one
+does not — a plan made in code from the files the goal names, repairs of the plans it
+writes, fresh drafts before revisions, data files printed by a program — and each of those
+is a switch here, keyed by the model (``provider:name`` patterns, as deepagents keys its
+harness profiles), chosen by ``Context.profile`` (``auto``: by the model's name).
+
+Facts a run learns about a model (whether its revisions help) are not kept here: they live
+with the thread (:mod:`agent.controller.habits`), so one thread never changes another's run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the CLI's --help lists the profiles without loading the model stack
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = [
+    "AUTO",
+    "DEFAULT",
+    "PROFILES",
+    "Profile",
+    "ProfileError",
+    "model_name",
+    "profile_for",
+    "profile_names",
+]
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One model profile: every switch off is the seeds' loop for a capable model."""
+
+    name: str
+    description: str
+    patterns: tuple[str, ...] = ()
+    """``fnmatch`` patterns of model names (lower case) that ``auto`` picks this profile for."""
+    plan_in_code: bool = False
+    """The first plan is made in code (one step per file the goal names) before the planner
+    model is asked; the planner plans what code cannot (no file named, tests, many files)."""
+    plan_repairs: bool = False
+    """A plan the model wrote is repaired where that is safe (references cut back to a file,
+    scratch outputs moved, steps writing one file merged, unneeded steps dropped, a planner
+    check that cannot pass left out) before it is validated, instead of sent back."""
+    fresh_drafts_first: bool = False
+    """Once a model's revisions have been flat and never helped (learnt in the thread), its
+    loops draw fresh drafts before revising."""
+    computed_data: bool = False
+    """A ``.json`` / ``.csv`` artifact is printed by a program the model writes, not typed."""
+
+    def switches(self) -> dict[str, bool]:
+        """The profile's switches by name (what docs and ``--profile`` listings show)."""
+        return {
+            f.name: bool(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in ("name", "description", "patterns")
+        }
+
+
+DEFAULT = Profile(
+    name="default",
+    description="the whole loop: the planner plans, its checks run as written, the judge "
+    "reviews prose, reflection asks its model",
+)
+
+SMALL_LOCAL = Profile(
+    name="small-local",
+    description="small local models (about 3B parameters or fewer): plans made in code when the "
+    "goal names its files, plan repairs, fresh drafts first, data files printed by a program",
+    patterns=(
+        "*qwen2.5-coder-0.5b*",
+        "*qwen2.5-coder-1.5b*",
+        "*qwen2.5-coder-3b*",
+        "*qwen2.5-coder:0.5b*",
+        "*qwen2.5-coder:1.5b*",
+        "*qwen2.5-coder:3b*",
+        "*qwen2.5-0.5b*",
+        "*qwen2.5-1.5b*",
+        "*qwen2.5:0.5b*",
+        "*qwen2.5:1.5b*",
+        "*llama-3.2-1b*",
+        "*llama3.2:1b*",
+        "*smollm*",
+    ),
+    plan_in_code=True,
+    plan_repairs=True,
+    fresh_drafts_first=True,
+    computed_data=True,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (DEFAULT, SMALL_LOCAL)}
+
+
+class ProfileError(ValueError):
+    """A profile name that is neither ``auto`` nor a known profile."""
+
+
+def profile_names() -> list[str]:
+    """The values ``Context.profile`` accepts."""
+    return [AUTO, *PROFILES]
+
+
+def model_name(model: BaseChatModel | str | None) -> str:
+    """The name a profile pattern is matched against: ``provider:name`` strings as given,
+    a model object's ``model_name`` / ``model`` attribute; lower case."""
+    if model is None:
+        return ""
+    if isinstance(model, str):
+        return model.lower()
+    name: Any = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
+    return str(name).lower()
+
+
+def profile_for(choice: str, model: BaseChatModel | str | None = None) -> Profile:
+    """The profile ``choice`` names; ``auto`` picks the first built-in profile one of whose
+    patterns matches ``model``'s name, else ``default``."""
+    if choice != AUTO:
+        try:
+            return PROFILES[choice]
+        except KeyError:
+            msg = f"unknown profile {choice!r}; expected one of {', '.join(profile_names())}"
+            raise ProfileError(msg) from None
+    name = model_name(model)
+    for profile in PROFILES.values():
+        if name and any(fnmatch.fnmatchcase(name, p) for p in profile.patterns):
+            return profile
+    return DEFAULT
