@@ -62,8 +62,9 @@ def invalid_plan(errors: list[str]) -> rules.Decision:
 
 
 def question_first(sentence: str) -> rules.Decision:
-    """The goal tells the agent to ask the user before the work (``agent.plan.direct``'s
-    ``goal_question``): pause on it before any plan, so no step guesses the answer."""
+    """The goal tells the agent to ask the user before the work (the ``question`` of its
+    criteria, quoting the goal: ``agent.plan.criteria``): pause on it before the plan
+    runs, so no step guesses the answer."""
     quoted = quote_data("goal", sentence, 300)
     return rules.Decision(
         Decision.ESCALATE,

@@ -19,7 +19,6 @@ from agent.graph.roles import Roles
 from agent.graph.routes import PlannerRoute, command_for
 from agent.graph.turn import take_in
 from agent.graph.updates import combined, with_update
-from agent.plan.direct import goal_question
 from agent.plan.planner import apply_plan, ask_planner
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
@@ -61,9 +60,6 @@ class Planner:
         """The plan update, or the command that escalates or fails instead."""
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
-        question = goal_question(str(state.get("goal", "")))
-        if question and not state.get("plan") and not asked["answer"].strip():
-            return command_for(question_first(question), state, ctx, {"plan_request": None})
         try:
             metered = self.roles.metered("planner", ctx, asked)
         except Exception as exc:  # no model to ask: a missing key, an unknown provider
@@ -85,9 +81,14 @@ class Planner:
         update: dict[str, Any] = {"usage": metered.usage, "plan_request": None}
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
+        question = outcome.criteria.question
+        if question and not state.get("plan") and not asked["answer"].strip():
+            # the goal asks the user first: no step may guess the answer (the plan waits)
+            pause = question_first(question.quote or question.text)
+            return command_for(pause, state, ctx, update | {"plan_request": None})
         if outcome.fallback:  # never a silent default: the log says the plan is code's
             update["decisions"] = [fallback_entry(state, outcome.fallback)]
-        return update | apply_plan(state, outcome.steps)
+        return update | apply_plan(state, outcome.steps, outcome.criteria)
 
 
 def fallback_entry(state: StateView, reason: str) -> dict[str, Any]:

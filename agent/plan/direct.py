@@ -1,16 +1,11 @@
-"""Plans a goal without asking the planner model, when the goal is small enough for one
-step per file it names (issue 22: "a goal small enough for one step gets a one-step plan").
+"""A plan made in code: one step per file the goal names, each told to do what the goal
+asks and write its file, proven by the evidence floor (:mod:`agent.plan.floor`).
 
-On the 1.5B the planner model was the product's weakest link: asked for ``inventory.json``
-it planned eight steps, four of them writing the file, with a schema check contradicting
-the goal; asked to fix ``stats.py`` it echoed the role descriptions as instructions. The
-plain model asked once solved those goals. When the goal names the files it wants, the
-plan is already written in the goal: one step per file, each told to do what the goal asks
-and write its file, proven by the evidence floor (:mod:`agent.plan.floor`). The model
-planner is kept for everything else: goals that name no file, or more than a few, name a
-test file (tests and the module need the planner's dependencies). A goal that asks the user
-first pauses on that question before any plan (:func:`goal_question`, the planner node), and
-is planned here once answered, each step told the answer.
+Two uses, both decided outside this module: the first plan of a model whose profile plans in
+code (a small local model planned eight steps for one JSON file, four of them writing it;
+:mod:`agent.models.profiles`), and the fallback of every profile when the planner model's
+plans stay invalid through its retries. Goals that name no file, more than a few, or a test
+file (tests and the module need the planner's dependencies) get no plan here.
 """
 
 from __future__ import annotations
@@ -33,7 +28,6 @@ __all__ = [
     "MAX_DIRECT_STEPS",
     "direct_steps",
     "goal_outputs",
-    "goal_question",
     "is_artifact_path",
     "role_for",
 ]
@@ -44,56 +38,6 @@ ARTIFACT_EXTENSIONS = frozenset(
     ".py .sql .json .md .txt .rst .html .csv .yaml .yml .toml .js .ts .sh .ini .cfg .xml".split()
 )
 PROSE_EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ""})  # a writer's; else a coder's
-# the goal wants the human's answer before the work: a step cannot know it
-_ASKS_HUMAN = re.compile(
-    r"\b(?:ask|check with|confirm with|consult)\s+(?:the\s+|a\s+)?"
-    r"(?:user|human|operator|owner|team|me|us)\b",
-    re.IGNORECASE,
-)
-
-
-# words after which "ask the user" is still the goal's own instruction to the agent
-_INSTRUCTING = frozenset("and then first please always also so now but or".split())
-_YOU = re.compile(r"\byou\s+(?:must|should|need\s+to|have\s+to)\s*$", re.IGNORECASE)
-_LAST_WORD = re.compile(r"(\w+)\W*$")
-
-
-def _instruction(goal: str) -> re.Match[str] | None:
-    """The first "ask the user" that instructs the agent: at a clause's start (after the
-    text's start, punctuation or a line break), after a joining word ("and then ask the
-    user"), or after "you must". A goal describing a program ("a CLI that should ask the
-    user for a name", "a function to ask the user") or forbidding it ("do not ask the
-    user") asks the human nothing."""
-    for found in _ASKS_HUMAN.finditer(goal):
-        before = goal[: found.start()]
-        clause = re.split(r"[.!?:;,\n]", before)[-1]
-        if not clause.strip() or _YOU.search(clause):
-            return found
-        last = _LAST_WORD.search(clause)
-        if last is not None and last.group(1).lower() in _INSTRUCTING:
-            return found
-    return None
-
-
-def asks_human(goal: str) -> bool:
-    """Whether the goal tells the agent to ask the user something before doing it."""
-    return _instruction(goal) is not None
-
-
-def goal_question(goal: str) -> str | None:
-    """The sentence of the goal that tells the agent to ask the user (what the first pause
-    quotes), or None when it asks nothing. On the 1.5B the model planner, given such a goal,
-    planned a step writing a made-up ``user_answer.txt`` and the run ended ``success`` on a
-    guessed region: the question goes to the human before any step runs."""
-    found = _instruction(goal)
-    if found is None:
-        return None
-    start = max(goal.rfind(mark, 0, found.start()) for mark in (". ", "! ", "? ", "\n"))
-    ends = [i for mark in (". ", "! ", "? ", "\n") if (i := goal.find(mark, found.end())) >= 0]
-    end = min(ends) + 1 if ends else len(goal)
-    return goal[start + 1 if start >= 0 else 0 : end].strip()
-
-
 def goal_outputs(goal: str, files: Mapping[str, Any]) -> list[str]:
     """The files the goal asks for: the artifact files it names that are not in the thread,
     or, when every file it names is the user's, the user's files it names (to edit)."""
@@ -114,9 +58,8 @@ def direct_steps(
     """One step per file the goal asks for, each depending on the steps before it (a module
     may import its sibling), or None when the goal needs the planner model (module
     docstring). The checks are ``non_empty``: the floor raises them to what the artifact's
-    kind and the goal allow. A goal that asks the user is planned once the human answered
-    (``answer``), which every step is told."""
-    if not goal.strip() or not registry or (asks_human(goal) and not answer.strip()):
+    kind and the goal's criteria allow. A human's ``answer`` is told to every step."""
+    if not goal.strip() or not registry:
         return None
     outputs = goal_outputs(goal, files)
     limit = min(MAX_DIRECT_STEPS, max_steps)

@@ -53,47 +53,42 @@ odd-length median and passed the even-length bug the goal spelled out.
 from __future__ import annotations
 
 import ast
-import builtins
 import keyword
 import posixpath
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from agent.checks import CheckScope, check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
 from agent.checks.examples import examples_check
-from agent.checks.sql import READS, VALUES_FROM
+from agent.checks.sql import READS
 from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
-from agent.plan.kept import (
-    caller_rests,
-    comparable,
-    kept_functions,
-    probe_calls,
-    public_names,
-    shared_code,
+from agent.plan.criteria import (
+    MAX_SCANNED_CHARS,
+    FileCriteria,
+    GoalCriteria,
+    file_part,
+    literal_criteria,
+    merged,
+    signatures,
 )
+from agent.plan.kept import caller_rests, comparable, probe_calls, public_names, shared_code
 from agent.plan.needs import is_test_file, named_files
 from agent.plan.steps import Step
 from agent.prompts import render
 
 __all__ = [
+    "PROSE",
     "WEAK_KINDS",
+    "defined_names",
+    "examples_of",
     "floor_check",
-    "goal_examples",
-    "goal_functions",
-    "goal_json_keys",
-    "goal_nested_json_keys",
-    "goal_signatures",
-    "goal_smoke_calls",
-    "goal_sort_orders",
-    "goal_uses",
-    "goal_value_lists",
-    "goal_calls",
-    "goal_codes",
-    "goal_defines",
-    "goal_part",
+    "is_prose",
+    "json_schema_of",
+    "prose_rubric",
     "raise_to_floor",
+    "smoke_calls",
     "stated_floor",
     "without_floor",
 ]
@@ -101,33 +96,6 @@ __all__ = [
 WEAK_KINDS = frozenset({"exists", "non_empty", "contains", "regex", "rubric", "syntax"})
 """Kinds that do not run the artifact or judge its content: alone, they cannot prove it
 works (``syntax`` parses it, which proves no behaviour)."""
-
-# a call written in the goal: a name (not an attribute) right before "("
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
-# what follows a call whose result the goal states; a modal verb states what it must be
-_MODAL = r"should (?:be|return|give|equal)|must (?:be|return|give|equal)|ought to (?:be|return)"
-_VERB = re.compile(
-    rf"\s*(?P<modal>{_MODAL})?(?(modal)|(?:==|=>|->|→|returns?|gives?|equals|is))\s+",
-)
-_VERB_TIGHT = re.compile(r"\s*(?:==|=>|->|→)\s*")
-# words that make a plain "f(x) is 3" describe today's (wrong) behaviour, not the wanted one
-_NOT_WANTED = re.compile(
-    r"\b(?:but|today|currently|now|instead|wrong|bug|buggy|incorrect|broken)\b", re.I
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
-_MUST_USE = re.compile(r"\b(?:must|should|has to|needs to)\s+(?:use|call|import)\s+([A-Za-z_]\w*)")
-_CALL_IT = re.compile(r"\b(?:call|calls|use|uses)\s+(it|them|[A-Za-z_]\w*)\b")
-_EVERY = re.compile(r"\b(?:both|all|each|every)\b", re.IGNORECASE)
-_SORTED = re.compile(r"\b(?:sorted|ordered)\s+by\s+(?:the\s+)?[\"'`]?([A-Za-z_]\w*)[\"'`]?")
-_DESCENDING = re.compile(
-    r"[\s,;(]*(?:in\s+)?(?:descending|decreasing|reverse|(?:highest|largest|biggest|most|"
-    r"newest|latest)\s+first)",
-    re.IGNORECASE,
-)
-_JSON_KEY = re.compile(r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:")
-_NOT_FUNCTIONS = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
-# a goal that fixes a bug in the user's code: what the bug does not touch stays as given
-_FIX = re.compile(r"\b(?:bugs?|buggy|fix|fixes|fixed|wrong|broken|incorrect|regression)\b", re.I)
 
 
 def raise_to_floor(
@@ -137,25 +105,30 @@ def raise_to_floor(
     databases: Collection[str] = (),
     kept: Mapping[str, str] | None = None,
     repairs: bool = False,
+    criteria: GoalCriteria | None = None,
 ) -> list[Step]:
     """``steps`` with every weak check raised to its artifact's floor (module docstring).
     ``kept``: the source of each of the user's modules as the user gave it, which a step
-    rewriting that module must keep (:mod:`agent.plan.kept`). The planner's own parts stay
+    rewriting that module must keep (:mod:`agent.plan.kept`). ``criteria``: what the goal
+    asks of each file beyond its literals (the planner's, verified; the human's), merged with
+    the literals of ``goal`` (:mod:`agent.plan.criteria`). The planner's own parts stay
     beside the floor, as written; only with ``repairs`` (a small model's profile) are the
     parts that cannot pass on the artifact left out."""
     kept = kept or {}
+    stated = merged(literal_criteria(goal, named_files(goal)), criteria or GoalCriteria())
     out = []
     for step in steps:
         if repairs:
             step = _without_impossible(step)
         spec = step.done_when
         weak = set(check_kinds(spec)) <= WEAK_KINDS
+        floor: dict[str, Any] | None
         if _raised(spec):
             floor = None
         elif weak:
-            floor = floor_check(step, steps, goal, databases=databases, kept=kept)
+            floor = floor_check(step, steps, goal, stated, databases=databases, kept=kept)
         else:
-            floor = stated_floor(step, steps, goal, kept=kept)
+            floor = stated_floor(step, steps, goal, stated, kept=kept)
         if (
             not _raised(spec)
             and is_prose(step.expected_output)
@@ -267,148 +240,124 @@ def floor_check(
     step: Step,
     steps: list[Step],
     goal: str,
+    criteria: GoalCriteria | None = None,
     *,
     databases: Collection[str] = (),
     kept: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """The program check ``step``'s artifact allows, or None when there is none to add."""
+    """The program check ``step``'s artifact allows, with what ``criteria`` state of it, or
+    None when there is none to add."""
+    criteria = criteria or literal_criteria(goal, named_files(goal))
     path = step.expected_output
     suffix = posixpath.splitext(path)[1].lower()
-    asked = named_files(goal)
+    stated = criteria.of(path)
     if _is_module(path):
-        return _module_floor(step, steps, goal, asked, (kept or {}).get(path, ""))
+        return _module_floor(step, steps, goal, criteria, (kept or {}).get(path, ""))
     if suffix == ".json":
-        jsons = [f for f in asked if f.lower().endswith(".json")]
-        one = jsons == [path]
-        schema = _keys_schema(goal_json_keys(goal) if one else [])
-        orders = goal_sort_orders(goal) if one else []
-        if orders:
-            schema[SORTED_BY] = [{"key": k, "descending": d} for k, d in orders]
-        if one and (inner := goal_nested_json_keys(goal)):
-            schema[HAS_KEYS] = inner
-        if one and (lists := goal_value_lists(goal)):
-            schema[VALUES_OF] = lists
-        if one and (codes := goal_codes(goal)):
-            schema[SPELLED] = codes
-        return {"kind": "json_schema", "schema": schema}
+        return {"kind": "json_schema", "schema": json_schema_of(stated)}
     if suffix in PROSE:
-        return citations_floor(path, goal, asked)
+        parts = [*_sections(stated), *_citations(stated)]
+        return (
+            None if not parts else parts[0] if len(parts) == 1 else {"kind": "all", "checks": parts}
+        )
     if suffix == ".sql":
-        named = [d for d in databases if re.search(rf"(?<![\w.-]){re.escape(d)}(?![\w-])", goal)]
+        named = [d for d in databases if _names_word(goal, d)]
         chosen = named if len(named) == 1 else list(databases)
         if len(chosen) != 1:
             return None
-        return {"kind": "sql", "db": chosen[0]} | _sql_stated(goal)
+        return {"kind": "sql", "db": chosen[0]} | _sql_stated(stated)
     return None
 
 
-def _sql_stated(goal: str) -> dict[str, Any]:
-    """What an ``sql`` check asserts of the goal's wording: the columns it says come from a
-    table (``values_from``) and the tables it counts (``reads``)."""
-    sources = goal_column_sources(goal)
-    counted = goal_counted_tables(goal)
-    return ({VALUES_FROM: sources} if sources else {}) | ({READS: counted} if counted else {})
+def _names_word(text: str, word: str) -> bool:
+    """Whether ``text`` (its scanned part) names ``word`` as a whole word."""
+    pattern = rf"(?<![\w.-]){re.escape(word)}(?![\w-])"
+    return re.search(pattern, text[:MAX_SCANNED_CHARS]) is not None
 
 
-_COUNTED = re.compile(
-    r"\b(?:(?:number|count|total)\s+of|how\s+many)\s+(?:(?:its|their|the|all)\s+)?"
-    r"([A-Za-z_][A-Za-z0-9_]*)\b",
-    re.IGNORECASE,
-)
+def json_schema_of(stated: FileCriteria) -> dict[str, Any]:
+    """The JSON schema a ``.json`` artifact meets: its top-level keys, and the keywords of
+    :mod:`agent.checks.text` for the orders, item keys, value lists and spellings stated."""
+    schema = _keys_schema([k.name for k in stated.keys])
+    if stated.sorted_by:
+        schema[SORTED_BY] = [{"key": o.key, "descending": o.descending} for o in stated.sorted_by]
+    if stated.item_keys:
+        schema[HAS_KEYS] = list(dict.fromkeys(k.name for k in stated.item_keys))
+    if stated.values_of:
+        schema[VALUES_OF] = {v.key: v.of for v in stated.values_of}
+    if stated.spelled:
+        schema[SPELLED] = list(dict.fromkeys(c.name for c in stated.spelled))
+    return schema
 
 
-def goal_counted_tables(goal: str) -> list[str]:
-    """The words the goal counts ("its number of tracks", "how many invoices"), for an
-    ``sql`` check's ``reads``: the query must read that table; the database, when the check
-    runs, says which words are tables (the others are not judged)."""
-    return list(dict.fromkeys(m.group(1) for m in _COUNTED.finditer(goal)))
+def _sections(stated: FileCriteria) -> list[dict[str, Any]]:
+    """A document's stated sections: for Markdown a heading line naming each, else the
+    title somewhere in the text."""
+    titles = list(dict.fromkeys(s.name.strip() for s in stated.sections if s.name.strip()))
+    if not titles:
+        return []
+    if posixpath.splitext(stated.path)[1].lower() not in {".md", ".markdown"}:
+        return [{"kind": "contains", "all": titles}]
+    return [
+        {"kind": "regex", "pattern": rf"(?im)^[ \t]{{0,3}}#{{1,6}}[ \t][^\n]*{re.escape(t)}"}
+        for t in titles
+    ]
 
 
-_OWNED_COLUMN = re.compile(
-    r"\b(?:the|each|every|its|their|a|an)\s+([A-Za-z_][A-Za-z0-9_]*)['\u2019]s\s+"
-    r"([A-Za-z_][A-Za-z0-9_]*)\b"
-)
+def _citations(stated: FileCriteria) -> list[dict[str, Any]]:
+    """A ``citations`` check when the goal asks the document to cite sources."""
+    if stated.citations is None:
+        return []
+    return [{"kind": "citations", "min": max(1, stated.citations.least)}]
 
 
-def goal_column_sources(goal: str) -> list[dict[str, Any]]:
-    """The columns the goal says come from a table ("the genre's Name"), for an ``sql``
-    check's ``values_from``: the database, when the check runs, says which pairs are a
-    table's column (the others are not judged). ``distinct`` when the goal asks for one row
-    per row of that table ("for the 3 genres with the most tracks", "per genre"): on the
-    1.5B a query grouped by genre and track returned Rock three times, one track each."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for m in _OWNED_COLUMN.finditer(goal):
-        column, table = m.group(2), m.group(1)
-        pair: dict[str, Any] = {"column": column, "table": table}
-        if _one_row_each(goal, table):
-            pair["distinct"] = True
-        out.setdefault((column, table), pair)
-    return list(out.values())
-
-
-def _one_row_each(goal: str, table: str) -> bool:
-    """Whether the goal asks for one row per ``table`` row: "per genre", "each genre",
-    "the 3 genres", "the top 5 genres" (not "each genre's ...", which names a column)."""
-    singular = table[:-1] if table.lower().endswith("s") else table
-    rows = rf"(?:{re.escape(singular)}s?)"
-    each = rf"\b(?:per|each|every|the(?:\s+top)?\s+\d+)\s+{rows}\b(?!['\u2019])"
-    return re.search(each, goal, re.IGNORECASE) is not None
-
-
-_CITE = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.IGNORECASE)
-_AT_LEAST = re.compile(
-    r"\bcit(?:e|es|ing)\b[^.;]{0,40}?\b(?:at least|no fewer than|a minimum of)\s+"
-    r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)\b",
-    re.IGNORECASE,
-)
-_NUMBERS = {
-    w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), 1)
-}
-
-
-def citations_floor(path: str, goal: str, asked: Collection[str]) -> dict[str, Any] | None:
-    """A ``citations`` check of a document the goal names when the goal asks for citations,
-    with the least number the goal states (1 when it states none); None otherwise."""
-    if path not in asked or not _CITE.search(goal):
-        return None
-    least = _AT_LEAST.search(goal)
-    word = least.group(1).lower() if least else "1"
-    return {"kind": "citations", "min": int(word) if word.isdigit() else _NUMBERS[word]}
+def _sql_stated(stated: FileCriteria) -> dict[str, Any]:
+    """What an ``sql`` check asserts of the criteria: the tables the query must read."""
+    reads = list(dict.fromkeys(r.name for r in stated.reads))
+    return {READS: reads} if reads else {}
 
 
 def stated_floor(
-    step: Step, steps: list[Step], goal: str, *, kept: Mapping[str, str] | None = None
+    step: Step,
+    steps: list[Step],
+    goal: str,
+    criteria: GoalCriteria | None = None,
+    *,
+    kept: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """What the goal states of the module ``step`` writes (its functions, examples and
+    """What the criteria state of the module ``step`` writes (its functions, examples and
     signatures), asserted beside a check the planner made strong: a ``python`` check that
     tries ``median([1, 2, 3])`` passes the bug the goal describes with ``median([1, 2, 3,
-    4]) should be 2.5``. None when the goal states nothing of this file."""
+    4]) == 2.5``. None when the criteria state nothing of this file."""
+    criteria = criteria or literal_criteria(goal, named_files(goal))
     if step.expected_output.lower().endswith(".sql"):
-        return _stated_sql(step, goal)
+        return _stated_sql(step, criteria.of(step.expected_output))
     if not _is_module(step.expected_output):
         return None
     given = (kept or {}).get(step.expected_output, "")
-    floor = _module_floor(step, steps, goal, named_files(goal), given)
+    floor = _module_floor(step, steps, goal, criteria, given)
     stated = floor.get("stated", {}) if floor else {}
     return floor if any(stated.values()) else None
 
 
-def _stated_sql(step: Step, goal: str) -> dict[str, Any] | None:
-    """The columns the goal says come from a table, asserted on the database the planner's
-    own ``sql`` check runs the query against (None when it has none, or the goal says none)."""
-    stated = _sql_stated(goal)
+def _stated_sql(step: Step, stated: FileCriteria) -> dict[str, Any] | None:
+    """The tables the query must read, asserted on the database the planner's own ``sql``
+    check runs it against (None when it has none, or nothing is stated)."""
+    extra = _sql_stated(stated)
     own = [p for p in _parts(step.done_when) if isinstance(p, dict) and p.get("kind") == "sql"]
-    if not stated or not own or any(VALUES_FROM in p or READS in p for p in own):
+    if not extra or not own or any(READS in p for p in own):
         return None
-    return {"kind": "sql", "db": own[0].get("db")} | stated
+    return {"kind": "sql", "db": own[0].get("db")} | extra
 
 
 def _module_floor(
-    step: Step, steps: list[Step], goal: str, asked: list[str], given: str = ""
+    step: Step, steps: list[Step], goal: str, criteria: GoalCriteria, given: str = ""
 ) -> dict[str, Any] | None:
     path = step.expected_output
     if is_test_file(path):
         return None
+    asked = named_files(goal)
+    stated = criteria.of(path)
     # the siblings it may import must be written first; a package's __init__.py need not
     # be (the folder imports without it), so a module written after its siblings runs, and
     # their mutual imports fail where the step writing the last of them can fix them
@@ -420,48 +369,55 @@ def _module_floor(
         and not is_test_file(s.expected_output)
         and posixpath.basename(s.expected_output) != "__init__.py"
     }
-    defines = goal_defines(goal, path, asked)
+    uses = list(dict.fromkeys(u.name for u in stated.uses))
+    defines = [n for n in defined_names(stated) if n not in uses]
     if not others <= {s.expected_output for s in steps if s.step_id in step.depends_on}:
-        uses = goal_uses(goal, path, asked)  # a sibling it may import is not written yet:
-        spec = {"kind": "syntax"} | ({"uses": uses} if uses else {})  # parse, nothing runs
-        return spec | ({"defines": defines} if defines else {})
+        spec = {"kind": "syntax"} | ({"uses": uses} if uses else {})  # a sibling it may
+        return spec | ({"defines": defines} if defines else {})  # import is not written yet
     kept = public_names(given)
-    keep = probe_calls(given, kept_functions(goal, kept)) if comparable(given) else []
-    calls = goal_calls(goal, given)
+    keep = [k.name for k in stated.keep if k.name in kept]
+    probes = probe_calls(given, keep) if comparable(given) else []
+    calls = [
+        (c.caller, c.callee)
+        for c in stated.calls
+        if c.caller in kept and c.callee not in kept and c.caller != c.callee
+    ]
+    calls = list(dict.fromkeys(calls))
+    sharing = {c.callee for c in stated.calls if c.shares}
+    source = file_part(goal, path, asked) or goal
     given, shared, rests = (
-        _shared_parts(goal, given, calls) if comparable(given) else (given, [], {})
+        _shared_parts(source, given, calls, sharing) if comparable(given) else (given, [], {})
     )
+    examples = examples_of(stated)
     modules = [f for f in asked if _is_module(f) and not is_test_file(f)]
     if modules != [path]:
         names = list(dict.fromkeys([*defines, *kept]))
-        examples = goal_examples(goal)
         own = [(c, w) for c, w in examples if _called(c) in defines]
         spec = examples_check(
-            names, own, given=given, keep=keep, calls=calls, shared=shared, own=rests
+            names, own, given=given, keep=probes, calls=calls, shared=shared, own=rests
         )
         parts = [spec]
-        # run, it must still use what its part of the goal names: on the 1.5B a count.py
-        # that split words itself, never calling split_words, ran and passed (a false success)
-        if uses := goal_uses(goal, path, asked):
+        # run, it must still use what the criteria name: on the 1.5B a count.py that split
+        # words itself, never calling split_words, ran and passed (a false success)
+        if uses:
             parts.append({"kind": "syntax", "uses": uses})
         if imports := _package_imports(steps):
             code = "".join(f"import {m}\n" for m in imports)
             parts.append({"kind": "python", "code": code})
-            if siblings := _sibling_examples(steps, step, goal, asked, examples):
+            if siblings := _sibling_examples(steps, step, criteria):
                 parts.append(_prefixed(code, examples_check([], siblings)))
         return parts[0] if len(parts) == 1 else {"kind": "all", "checks": parts}
-    examples = goal_examples(goal)
-    stated = [*goal_functions(goal), *(_called(c) for c, _ in examples)]
-    names = list(dict.fromkeys([*stated, *kept]))
-    smoke = goal_smoke_calls(goal)
-    fixed = [n for n in dict.fromkeys(_called(c) for c, _ in examples) if n in kept]
-    paths = probe_calls(given, fixed) if fixed and _FIX.search(goal) and comparable(given) else []
+    names = list(dict.fromkeys([*defines, *(_called(c) for c, _ in examples), *kept]))
+    smoke = smoke_calls(signatures(source))
+    fixed = [n for n in dict.fromkeys(f.name for f in stated.fixes) if n in kept]
+    fixed = [n for n in fixed if any(_called(c) == n for c, _ in examples)]
+    paths = probe_calls(given, fixed) if fixed and comparable(given) else []
     return examples_check(
         names,
         examples,
         smoke=smoke,
         given=given,
-        keep=keep,
+        keep=probes,
         calls=calls,
         shared=shared,
         paths=paths,
@@ -469,22 +425,52 @@ def _module_floor(
     )
 
 
+def defined_names(stated: FileCriteria) -> list[str]:
+    """The functions the criteria say a module defines: named ones, then the ones its
+    examples call."""
+    named = [f.name for f in stated.functions if f.name.isidentifier()]
+    called = [_called(c) for c, _ in examples_of(stated)]
+    return list(dict.fromkeys([*named, *called]))
+
+
+def examples_of(stated: FileCriteria) -> list[tuple[str, str]]:
+    """The stated examples as ``(call, expected)`` source: calls that parse as one call,
+    expected values as the ``repr`` of a literal (kept as written when not one)."""
+    out: list[tuple[str, str]] = []
+    for e in stated.examples:
+        try:
+            node = ast.parse(e.call.strip(), mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        try:
+            expected = repr(ast.literal_eval(e.expected.strip()))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            expected = e.expected.strip()
+        if expected:
+            out.append((e.call.strip(), expected))
+    return list(dict.fromkeys(out))
+
+
 def _shared_parts(
-    goal: str, given: str, calls: list[tuple[str, str]]
+    goal: str, given: str, calls: list[tuple[str, str]], sharing: Collection[str]
 ) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
-    """``given`` with each new function a refactor moves its callers' shared code into,
-    defined as that code (:func:`agent.plan.kept.shared_code`), the calls that compare
-    the artifact's version with it: ``(call, "the code book_price and music_price share")``,
-    and what each caller does after that code (:func:`agent.plan.kept.caller_rests`)."""
-    signatures = goal_signatures(goal)
+    """``given`` with each new function a refactor moves its callers' shared code into
+    (``sharing``, from the criteria), defined as that code
+    (:func:`agent.plan.kept.shared_code`), the calls that compare the artifact's version
+    with it: ``(call, "the code book_price and music_price share")``, and what each caller
+    does after that code (:func:`agent.plan.kept.caller_rests`)."""
+    written = signatures(goal)
     shared: list[tuple[str, str]] = []
     rests: dict[str, str] = {}
     for callee in dict.fromkeys(b for _, b in calls):
         callers = [a for a, b in calls if b == callee]
-        new = signatures.get(callee)
-        source = shared_code(goal, given, new, callers) if new else ""
+        new = written.get(callee)
+        moves = callee in sharing
+        source = shared_code(moves, given, new, callers) if new else ""
         if new and source:
-            rests |= caller_rests(goal, given, new, callers)
+            rests |= caller_rests(moves, given, new, callers)
             given = f"{given.rstrip()}\n\n\n{source}\n"
             what = f"the code {' and '.join(callers)} share"
             shared += [(c, what) for c in probe_calls(source, [callee])]
@@ -492,11 +478,7 @@ def _shared_parts(
 
 
 def _sibling_examples(
-    steps: list[Step],
-    step: Step,
-    goal: str,
-    asked: list[str],
-    stated: list[tuple[str, str]],
+    steps: list[Step], step: Step, criteria: GoalCriteria
 ) -> list[tuple[str, str]]:
     """The goal's examples of the functions the package's other modules define, called
     through their module (``textkit.words.split_words('Hi')``): those modules' own checks
@@ -509,10 +491,9 @@ def _sibling_examples(
         if other.step_id == step.step_id or not _is_module(path) or is_test_file(path):
             continue
         module = _module_name(path)
-        defines = set(goal_defines(goal, path, asked))
-        if module is None or not defines:
+        if module is None:
             continue
-        out += [(f"{module}.{c}", w) for c, w in stated if _called(c) in defines]
+        out += [(f"{module}.{c}", w) for c, w in examples_of(criteria.of(path))]
     return out
 
 
@@ -557,52 +538,20 @@ def _parts(spec: dict[str, Any] | str) -> list[Any]:
     return [spec]
 
 
-def goal_functions(goal: str) -> list[str]:
-    """The functions a goal writes as calls or signatures (``to_roman(n: int)``), in order:
-    not builtins, keywords, methods (``x.f(``) or tests (``test_x(``)."""
-    names = [m.group(1) for m in _CALL.finditer(goal)]
-    return list(
-        dict.fromkeys(n for n in names if n not in _NOT_FUNCTIONS and not n.startswith("test"))
-    )
-
-
-def goal_smoke_calls(goal: str) -> list[tuple[str, str]]:
-    """``(call, returns)`` for each signature the goal writes whose required parameters all
-    have a type a value can be made for (``to_roman(n: int) -> str`` → ``("to_roman(1)",
+def smoke_calls(written: Mapping[str, ast.FunctionDef]) -> list[tuple[str, str]]:
+    """``(call, returns)`` for each signature written whose required parameters all have a
+    type a value can be made for (``to_roman(n: int) -> str`` → ``("to_roman(1)",
     "str")``); ``returns`` is the stated return type when it is one a check can tell
     (``str``, ``int``, ``list`` …, ``None``), else empty. A function without required
     parameters is not called: it may do anything."""
     calls = []
-    for node in goal_signatures(goal).values():
+    for node in written.values():
         call = _smoke_call(node)
         if call is not None:
             calls.append((call, _result_type(node.returns)))
     return calls
 
 
-def goal_signatures(goal: str) -> dict[str, ast.FunctionDef]:
-    """The signatures the goal writes (``to_roman(n: int) -> str``), parsed, by name: the
-    first one of each name, not builtins, keywords or tests."""
-    found: dict[str, ast.FunctionDef] = {}
-    for match in _CALL.finditer(goal):
-        name = match.group(1)
-        if name in _NOT_FUNCTIONS or name.startswith("test") or name in found:
-            continue
-        end = _closing_paren(goal, match.end() - 1)
-        if end is None:
-            continue
-        returns = _RETURNS.match(goal, end)
-        source = f"def {goal[match.start() : end]}" + (f" -> {returns.group(1)}" if returns else "")
-        try:
-            node = ast.parse(source + ": pass").body[0]
-        except SyntaxError:
-            continue
-        if isinstance(node, ast.FunctionDef):
-            found[name] = node
-    return found
-
-
-_RETURNS = re.compile(r"\s*->\s*([A-Za-z_][\w.]*(?:\[[^\]\n]{0,80}\])?(?:\s*\|\s*None)?)")
 _SAMPLES = {
     "int": "1",
     "float": "1.5",
@@ -669,222 +618,8 @@ def _result_type(annotation: ast.expr | None) -> str:
     return ""
 
 
-def goal_examples(goal: str) -> list[tuple[str, str]]:
-    """``(call, expected)`` pairs the goal states, both as Python source: a call with literal
-    arguments followed by what it should be (``median([1, 2, 3, 4]) should be 2.5``), or by
-    what it is, returns or ``==`` when its sentence does not call that behaviour wrong or
-    today's. A call stated with two different results is dropped."""
-    found: dict[str, set[str]] = {}
-    for call, end in _literal_calls(goal):
-        rest = goal[end:]
-        verb = _VERB_TIGHT.match(rest) or _VERB.match(rest)
-        if verb is None:
-            continue
-        value = _literal_prefix(rest[verb.end() :])
-        if value is None:
-            continue
-        modal = "modal" in verb.groupdict() and verb.group("modal")
-        if not modal and _NOT_WANTED.search(_sentence_around(goal, end)):
-            continue
-        found.setdefault(call, set()).add(value)
-    return [(call, next(iter(v))) for call, v in found.items() if len(v) == 1]
-
-
-def _literal_calls(text: str) -> Iterator[tuple[str, int]]:
-    """Each ``name(literal, ...)`` in ``text`` with where it ends."""
-    for match in _CALL.finditer(text):
-        if match.group(1) in _NOT_FUNCTIONS:
-            continue
-        end = _closing_paren(text, match.end() - 1)
-        if end is None:
-            continue
-        call = text[match.start() : end]
-        try:
-            node = ast.parse(call, mode="eval").body
-        except SyntaxError:
-            continue
-        if isinstance(node, ast.Call) and _all_literal(node):
-            yield call, end
-
-
-def _closing_paren(text: str, start: int) -> int | None:
-    """The index just past the parenthesis that closes ``text[start]``, or None."""
-    depth = 0
-    for i in range(start, min(len(text), start + 400)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return i + 1
-    return None
-
-
-def _all_literal(call: ast.Call) -> bool:
-    args = [*call.args, *(k.value for k in call.keywords)]
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return False
-    try:
-        for arg in args:
-            ast.literal_eval(arg)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _literal_prefix(text: str) -> str | None:
-    """The longest start of ``text`` that is one Python literal (``2.5 but`` → ``2.5``),
-    as its ``repr``; None when it starts with no literal."""
-    text = text[:400]
-    cuts = [m.start() for m in re.finditer(r"[\s,;:)]|\.(?:\s|$)", text)] + [len(text)]
-    for cut in sorted(set(cuts), reverse=True):
-        head = text[:cut].strip()
-        if not head:
-            continue
-        try:
-            value = ast.literal_eval(head)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        return repr(value)
-    return None
-
-
 def _called(call: str) -> str:
-    return call.split("(", 1)[0]
-
-
-def _sentence_around(text: str, index: int) -> str:
-    """The sentence (or clause) of ``text`` holding ``index``."""
-    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= index]
-    start = starts[-1]
-    after = _SENTENCE_END.search(text, index)
-    return text[start : after.start() if after else len(text)]
-
-
-def goal_json_keys(goal: str) -> list[str]:
-    """The top-level keys a goal spells as ``"key":`` (the least nested ones, so an item's
-    ``"sku":`` inside ``{...}`` is not asked of the document), in order."""
-    return _json_keys(goal, nested=False)
-
-
-def goal_nested_json_keys(goal: str) -> list[str]:
-    """The keys a goal spells as ``"key":`` inside a ``{...}`` of the document (an item's
-    ``"sku":``, ``"qty":``): each must be a key of some object in it."""
-    return _json_keys(goal, nested=True)
-
-
-def _json_keys(goal: str, *, nested: bool) -> list[str]:
-    depth_at: list[tuple[str, int]] = []
-    depth = 0
-    last = 0
-    for match in _JSON_KEY.finditer(goal):
-        span = goal[last : match.start()]
-        depth = max(0, depth + span.count("{") - span.count("}"))
-        last = match.start()
-        depth_at.append((match.group(1), depth))
-    if not depth_at:
-        return []
-    top = min(d for _, d in depth_at)
-    return list(dict.fromkeys(k for k, d in depth_at if (d > top) is nested))
-
-
-_LIST_OF = re.compile(
-    r"[\"']([A-Za-z_][\w.-]*)[\"']\s*:\s*(?:the|a|an)?\s*(?:list|array)\s+of\s+(?:the\s+)?"
-    r"([A-Za-z_]\w*?)s\b"
-)
-
-
-def goal_value_lists(goal: str) -> dict[str, str]:
-    """The lists the goal says hold one key's values (``"out_of_stock": the list of skus``,
-    when ``"sku":`` is a key the goal spells): ``{"out_of_stock": "sku"}``."""
-    keys = set(goal_nested_json_keys(goal)) | set(goal_json_keys(goal))
-    return {m.group(1): m.group(2) for m in _LIST_OF.finditer(goal) if m.group(2) in keys}
-
-
-_CODE = re.compile(r"(?<![\w.-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9]")
-_CASE_CHANGE = re.compile(
-    r"\b(?:lower|upper|title)[- ]?case|\bcapitali[sz]|\bcase[- ]insensitive", re.I
-)
-
-
-def goal_codes(goal: str) -> list[str]:
-    """The codes the goal spells, of letters and digits (``A-100``, ``SKU42``), which an
-    artifact must copy as they are, unless the goal speaks of changing case. On the 1.5B an
-    ``inventory.json`` with ``a-100`` for the goal's ``A-100`` passed every check."""
-    if _CASE_CHANGE.search(goal):
-        return []
-    codes = (m.group(0) for m in _CODE.finditer(goal))
-    return list(dict.fromkeys(c for c in codes if not posixpath.splitext(c)[1][1:].isalpha()))
-
-
-def goal_uses(goal: str, path: str, asked: Collection[str]) -> list[str]:
-    """The names the goal says ``path`` must use ("textkit/words.py: ... must use
-    word_lengths from textkit/count.py"), read in the part of the goal about ``path``
-    (:func:`goal_part`)."""
-    names = [m.group(1) for m in _MUST_USE.finditer(goal_part(goal, path, asked))]
-    return list(dict.fromkeys(names))
-
-
-def goal_defines(goal: str, path: str, asked: Collection[str]) -> list[str]:
-    """The functions the part of the goal about ``path`` writes as calls or signatures,
-    but those it says ``path`` must use from elsewhere: what that module must define. On
-    the 1.5B a ``textkit/count.py`` without the ``count_words`` its part asked for parsed,
-    used ``split_words`` and passed (a false success)."""
-    uses = set(goal_uses(goal, path, asked))
-    return [f for f in goal_functions(goal_part(goal, path, asked)) if f not in uses]
-
-
-def goal_part(goal: str, path: str, asked: Collection[str]) -> str:
-    """The part of the goal about ``path`` when the goal writes a part per file: from each
-    ``path:`` to the next file named with a colon; empty unless two files or more have one
-    ("Write a.py and b.py: a.py has f(x) …" has no part about ``b.py``)."""
-    heads = sorted(
-        (m.start(), m.end(), f)
-        for f in asked
-        for m in re.finditer(rf"(?<![\w/.-]){re.escape(f)}\s*:", goal)
-    )
-    if len({f for _, _, f in heads}) < 2:
-        return ""
-    parts = [
-        goal[end : heads[n + 1][0] if n + 1 < len(heads) else len(goal)]
-        for n, (_, end, f) in enumerate(heads)
-        if f == path
-    ]
-    return " ".join(parts)
-
-
-def goal_calls(goal: str, given: str) -> list[tuple[str, str]]:
-    """``(caller, callee)`` pairs a refactor of ``given`` (the user's module) asks for: a
-    sentence naming a new function (``discounted_total(...)``, not defined in ``given``) that
-    says to call or use it; the callers are the given module's functions that sentence names,
-    or, when it says "both", "all" or "each" and names none, those the goal names elsewhere.
-    A refactor that kept the old bodies passed every behaviour check and did not do it."""
-    defined = set(public_names(given))
-    new = [f for f in goal_functions(goal) if f not in defined]
-    if not defined or not new:
-        return []
-    named_anywhere = [n for n in public_names(given) if re.search(rf"\b{n}\b", goal)]
-    pairs: list[tuple[str, str]] = []
-    for sentence in _SENTENCE_END.split(goal):
-        for callee in (f for f in new if re.search(rf"\b{f}\b", sentence)):
-            said = [m.group(1) for m in _CALL_IT.finditer(sentence)]
-            if not any(w in ("it", "them", callee) for w in said):
-                continue
-            callers = [n for n in named_anywhere if re.search(rf"\b{n}\b", sentence)]
-            if not callers and _EVERY.search(sentence):
-                callers = named_anywhere
-            pairs += [(c, callee) for c in callers if c != callee]
-    return list(dict.fromkeys(pairs))
-
-
-def goal_sort_orders(goal: str) -> list[tuple[str, bool]]:
-    """The orders a goal states of its lists as "sorted by sku" / "ordered by price,
-    highest first": ``(key, descending)``, in order, each key once."""
-    orders: dict[str, bool] = {}
-    for match in _SORTED.finditer(goal):
-        key = match.group(1)
-        after = goal[match.end() : match.end() + 40]
-        orders.setdefault(key, _DESCENDING.match(after) is not None)
-    return list(orders.items())
+    return call.split("(", 1)[0].strip().rsplit(".", 1)[-1]
 
 
 def _keys_schema(keys: list[str]) -> dict[str, Any]:

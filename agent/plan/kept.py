@@ -1,8 +1,7 @@
 """What a step rewriting one of the user's modules must keep: its public functions and
-classes stay defined (:func:`public_names`), and the functions the goal says to keep as they
-are ("fix median; keep mean and the rest of the file as they are") behave as they did in the
-file the user gave, on calls made from their signatures (:func:`kept_functions`,
-:func:`probe_calls`).
+classes stay defined (:func:`public_names`), and the functions the goal's criteria say to
+keep as they are (:mod:`agent.plan.criteria`) behave as they did in the file the user gave,
+on calls made from their signatures (:func:`probe_calls`).
 
 On the 1.5B a fixed ``stats.py`` kept ``mean`` but dropped the ``ValueError`` it raised for
 no values, which the goal said to keep and a hidden regression test asserts; the floor's
@@ -15,7 +14,6 @@ depend on files a step may rewrite).
 from __future__ import annotations
 
 import ast
-import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -25,7 +23,6 @@ __all__ = [
     "MAX_GIVEN_CHARS",
     "caller_rests",
     "comparable",
-    "kept_functions",
     "probe_calls",
     "public_names",
     "shared_code",
@@ -36,77 +33,14 @@ MAX_GIVEN_CHARS = 50_000
 MAX_PROBES_PER_FUNCTION = 8
 MAX_PROBES = 32
 
-# a verb that keeps what follows it ("keep mean …", "do not change mean"), or a state that
-# keeps what comes right before it ("mean stays unchanged", "… mean as it is")
-_KEEP_VERB = re.compile(
-    r"\b(?:keep|leave|preserve|retain|(?:do not|don't|must not|should not|never|without)"
-    r" (?:change|changing|touch|touching|modify|modifying|alter|altering|break|breaking))\b",
-    re.I,
-)
-_KEEP_STATE = re.compile(r"\b(?:unchanged|untouched|intact|as (?:it is|they are))\b", re.I)
-_CONJUNCTION = r"\b(?:so that|but|while|then|where|whereas)\b"
-_CLAUSE_START = re.compile(rf"{_CONJUNCTION}|,", re.I)
-_REGION_END = re.compile(_CONJUNCTION, re.I)  # a list of names after "keep" has commas
-_REST = re.compile(
-    r"\b(?:the rest|everything else|anything else|all else|(?:all |the )?other"
-    r" (?:functions?|code|parts?|methods?|helpers?))\b",
-    re.I,
-)
-_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\n")
-# the whole module's behaviour kept, with no qualifier after it ("behaviour must not change:
-# every existing call must return exactly what it returns today", "a refactor that keeps the
-# behaviour"): every public function of the given file is kept, the named ones too
-_BEHAVIOUR = r"(?:its |the |their |all |existing |current |observable |module's )*behaviou?rs?"
-_WHOLE = re.compile(
-    rf"(?:\b{_BEHAVIOUR}\s+(?:must|should|may|will|does|do|is to)?\s*(?:not|never)\s+change"
-    rf"|\b{_BEHAVIOUR}\s+(?:must |should |will )?(?:stays?|remains?|be) (?:the same|unchanged)"
-    rf"|\b(?:keep|keeps|keeping|preserve|preserves|preserving)\s+{_BEHAVIOUR}"
-    rf"|\bwithout (?:changing|altering) {_BEHAVIOUR}"
-    r"|\bevery (?:existing )?call (?:must|should) return exactly what it returns)"
-    r"(?=\s*(?:[.:;,!]|$|\band\b|\bevery\b))",
-    re.I,
-)
-
 
 def public_names(source: str) -> list[str]:
     """The public functions and classes a module defines at its top level, in order (none
-    when it does not parse): what a step editing the user's module must keep."""
+    when it does not parse, or is too big to parse safely): what a step editing the user's
+    module must keep."""
     body = _body(source)
     defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return [n.name for n in body if isinstance(n, defined) and not n.name.startswith("_")]
-
-
-def kept_functions(goal: str, names: Sequence[str]) -> list[str]:
-    """Which of ``names`` (a module's public names) the goal says to keep as they are: those
-    it names after "keep", "leave", "do not change" … (up to a "but", "so that" …) or
-    right before "unchanged", "as it is" …; with "the rest", "everything else" … also every
-    name the goal does not name elsewhere. A name the goal names outside such a clause (the
-    one to fix) is never kept; but when the goal keeps the whole behaviour ("behaviour must
-    not change", a refactor's promise) every name is kept."""
-    if _WHOLE.search(goal):
-        return list(names)
-    inside, outside = [], []
-    for clause in (c for c in _CLAUSE_END.split(goal) if c.strip()):
-        if verb := _KEEP_VERB.search(clause):
-            after = _REGION_END.search(clause, verb.end())
-            end = after.start() if after else len(clause)
-            inside.append(clause[verb.end() : end])
-            outside.append(clause[: verb.start()] + clause[end:])
-        elif state := _KEEP_STATE.search(clause):
-            starts = [m.end() for m in _CLAUSE_START.finditer(clause, 0, state.start())]
-            start = starts[-1] if starts else 0
-            inside.append(clause[start : state.end()])
-            outside.append(clause[:start] + clause[state.end() :])
-        else:
-            outside.append(clause)
-    elsewhere = {n for n in names if any(_names(text, n) for text in outside)}
-    rest = any(_REST.search(text) for text in inside)
-    kept = [n for n in names if rest or any(_names(text, n) for text in inside)]
-    return [n for n in kept if n not in elsewhere]
-
-
-def _names(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def comparable(source: str) -> bool:
@@ -149,18 +83,16 @@ def probe_calls(source: str, functions: Sequence[str]) -> list[str]:
     return calls[:MAX_PROBES]
 
 
-_SHARED = re.compile(r"\b(?:shared|common|repeat(?:s|ed)?|duplicat(?:e|es|ed|ion))\b", re.I)
-
-
-def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]) -> str:
+def shared_code(shares: bool, given: str, new: ast.FunctionDef, callers: Sequence[str]) -> str:
     """The source of ``new`` (a signature the goal writes) as the code ``callers`` (functions
-    of ``given`` the goal says must call it) share, when the goal moves shared code into it:
+    of ``given`` the goal says must call it) share, when the goal moves shared code into it
+    (``shares``, a criterion of the goal, :mod:`agent.plan.criteria`):
     their common first statements, returning the one name those statements assign that every
     caller reads after them; empty when that is not so (the parameters differ, nothing is
     shared, the shared part returns or assigns no such name). On the 1.5B, a
     ``discounted_total`` that rounded its result kept both callers' behaviour and failed
     the hidden test of the function itself."""
-    split = _shared_split(goal, given, new, callers)
+    split = _shared_split(shares, given, new, callers)
     if split is None:
         return ""
     lines = [f"def {new.name}({ast.unparse(split.args)}):"]
@@ -169,7 +101,7 @@ def shared_code(goal: str, given: str, new: ast.FunctionDef, callers: Sequence[s
 
 
 def caller_rests(
-    goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]
+    shares: bool, given: str, new: ast.FunctionDef, callers: Sequence[str]
 ) -> dict[str, str]:
     """What each caller of :func:`shared_code` does after the part it shares, as one line of
     source (``music_price`` → ``return round(total * 1.2, 2)``): what a refactor must leave
@@ -177,7 +109,7 @@ def caller_rests(
     times that ``music_price(1.5, 1, False)`` returned 1.5 where it returned 1.8, it never
     found the ``* 1.2`` it had dropped; the evidence now quotes it. Empty when no code is
     shared."""
-    split = _shared_split(goal, given, new, callers)
+    split = _shared_split(shares, given, new, callers)
     if split is None:
         return {}
     return {name: "; ".join(ast.unparse(s) for s in rest) for name, rest in split.rests.items()}
@@ -191,11 +123,12 @@ class _Split(NamedTuple):
 
 
 def _shared_split(
-    goal: str, given: str, new: ast.FunctionDef, callers: Sequence[str]
+    shares: bool, given: str, new: ast.FunctionDef, callers: Sequence[str]
 ) -> _Split | None:
     """How the callers split into shared code and their own; None when the goal moves no
-    such shared code into ``new`` (:func:`shared_code`)."""
-    if not _SHARED.search(goal) or len(callers) < 2:
+    such shared code into ``new`` (``shares``: the goal's criterion says it does;
+    :func:`shared_code`)."""
+    if not shares or len(callers) < 2:
         return None
     defs = {n.name: n for n in _body(given) if isinstance(n, ast.FunctionDef)}
     bodies = [defs[c] for c in callers if c in defs]
@@ -244,10 +177,17 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     return body[1:] if docstring else body
 
 
+MAX_PARSED_CHARS = 1_000_000
+"""A bigger module is not parsed for its names: ``ast`` on megabytes of nested code can
+exhaust memory, and a user's file is bounded input."""
+
+
 def _body(source: str) -> list[ast.stmt]:
+    if len(source) > MAX_PARSED_CHARS:
+        return []
     try:
         return ast.parse(source).body
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
 
 

@@ -13,8 +13,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agent.checks import describe_kinds
 from agent.controller.subagents import SubAgent, describe_registry
+from agent.errors import ErrorClass, classify
 from agent.models.factory import Metered
 from agent.models.profiles import DEFAULT, Profile
+from agent.plan.criteria import GoalCriteria, merged, read_criteria, verified
 from agent.plan.direct import direct_steps, is_artifact_path, role_for
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
@@ -38,6 +40,10 @@ class PlanOutcome:
     errors: list[str] = field(default_factory=list)
     fallback: str = ""
     """Why the plan was made in code although the model was asked (empty: it was not)."""
+    criteria: GoalCriteria = field(default_factory=GoalCriteria)
+    """What the goal asks of its files, verified against the goal (kept with the plan)."""
+    dropped: list[str] = field(default_factory=list)
+    """The criteria the model gave that the goal does not state (for the log)."""
 
 
 async def ask_planner(
@@ -59,8 +65,12 @@ async def ask_planner(
     names) is also the fallback when the model's plans stayed invalid, said in ``fallback``."""
     files = state.get("files") or {}
     goal = str(state.get("goal", ""))
+    told = f"{goal}\n\n{answer}" if answer.strip() else goal  # the answer states criteria too
+    kept_criteria = read_criteria((state.get("plan") or {}).get("criteria"))
 
     def parsed(draft: PlanDraft) -> PlanOutcome:
+        criteria, dropped = verified(draft.criteria or GoalCriteria(), told)
+        criteria = merged(kept_criteria, criteria)
         steps, errors = parse_plan(
             draft,
             actions=registry,
@@ -69,22 +79,30 @@ async def ask_planner(
             files=tuple(p for p in files if not is_scratch(p)),
             asked=named_files(goal),
             # the human's answer states examples too ("split_words('Hi') == ['hi']")
-            goal=f"{goal}\n\n{answer}" if answer.strip() else goal,
+            goal=told,
             kept=user_modules(files),
             repairs=profile.plan_repairs,
+            criteria=criteria,
         )
-        return PlanOutcome(steps, errors)
+        return PlanOutcome(steps, errors, criteria=criteria, dropped=dropped)
 
-    def in_code() -> PlanOutcome | None:
+    def in_code(criteria: GoalCriteria | None = None) -> PlanOutcome | None:
         direct = direct_steps(goal, files, registry, max_plan_steps, answer)
         if direct is None:
             return None
-        outcome = parsed(PlanDraft(steps=direct))
+        outcome = parsed(PlanDraft(steps=direct, criteria=criteria))
         return outcome if outcome.steps is not None else None
 
     first = not state.get("plan")
-    if first and profile.plan_in_code and (coded := in_code()) is not None:
-        return coded
+    if (
+        first
+        and profile.plan_in_code
+        and direct_steps(goal, files, registry, max_plan_steps, answer)
+    ):
+        # the plan is code's; what the goal asks of its files is still the model's to read
+        asked = await ask_criteria(metered, told, files)
+        if (coded := in_code(asked)) is not None:
+            return coded
     outcome = await _ask_model(metered, state, registry, parsed, reason, answer, max_plan_steps,
                                planning, databases)  # fmt: skip
     if outcome.steps is None and first and (coded := in_code()) is not None:
@@ -134,6 +152,25 @@ async def _ask_model(
         retry = _retry_prompt(outcome.errors, state, registry, draft, repeated=repeated)
         messages += [AIMessage(shown), HumanMessage(retry)]
     return outcome
+
+
+async def ask_criteria(
+    metered: Metered, goal: str, files: Mapping[str, Any]
+) -> GoalCriteria | None:
+    """What the goal asks of its files, asked of the planner model alone (when the plan is
+    made in code): criteria under a schema, verified like a plan's; None when the answer
+    does not parse (the plan then has the goal's literals only)."""
+    messages = [
+        SystemMessage(render("criteria")),
+        HumanMessage(render("criteria_input", goal=goal, user_files=planner_view(files))),
+    ]
+    try:
+        answer, _raw = await metered.astructured(messages, GoalCriteria)
+    except Exception as exc:
+        if classify(exc) is ErrorClass.TRANSIENT:
+            raise
+        return None
+    return answer
 
 
 def _planner_messages(
@@ -233,11 +270,16 @@ def describe_databases(names: Collection[str]) -> str:
     return render("planner_databases", names=", ".join(sorted(names))).rstrip()
 
 
-def apply_plan(state: Mapping[str, Any], steps: list[Step]) -> dict[str, Any]:
-    """The update for a new plan version: history kept, stale artifacts re-opened."""
+def apply_plan(
+    state: Mapping[str, Any], steps: list[Step], criteria: GoalCriteria | None = None
+) -> dict[str, Any]:
+    """The update for a new plan version: history kept, stale artifacts re-opened, the
+    goal's criteria kept with the plan (a replan starts from them)."""
     files = state.get("files") or {}
     old = state.get("plan")
     plan, stale = merge_replan(old, steps, files)
+    if criteria is not None and criteria.files or criteria is not None and criteria.question:
+        plan = {**plan, "criteria": criteria.model_dump(mode="json", exclude_defaults=True)}
     update: dict[str, Any] = {"plan": plan}
     if old:
         update["plan_history"] = [old]

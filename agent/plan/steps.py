@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
+from agent.plan.criteria import GoalCriteria
 from agent.vfs.entries import PathError, validate_path
 from agent.vfs.filenames import nfc
 
@@ -97,6 +98,10 @@ class PlanDraft(BaseModel):
     steps: list[Step] = Field(
         max_length=MAX_PLAN_STEPS,
         description="The steps, in any order; depends_on sets the order.",
+    )
+    criteria: GoalCriteria | None = Field(
+        default=None,
+        description="What the goal itself asks of each file, each criterion quoting the goal.",
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent.plan.criteria import GoalCriteria
 from agent.plan.floor import raise_to_floor
 from agent.plan.needs import (
     depend_on_checked_files,
@@ -139,6 +140,7 @@ def parse_plan(
     goal: str = "",
     kept: Mapping[str, str] | None = None,
     repairs: bool = False,
+    criteria: GoalCriteria | None = None,
 ) -> tuple[list[Step] | None, list[str]]:
     """Validate raw planner output; return the steps or the list of errors, never raise.
     With ``repairs`` (a model profile's choice, :mod:`agent.models.profiles`), repaired
@@ -153,7 +155,9 @@ def parse_plan(
     and the ``goal`` allow (:mod:`agent.plan.floor`), beside the planner's own check.
     ``databases``: the names of the databases the user declared; ``files``: the paths
     already in the thread (``plan_errors``); ``kept``: the source of each of the user's
-    modules as given, which a step rewriting one must keep (:mod:`agent.plan.kept`)."""
+    modules as given, which a step rewriting one must keep (:mod:`agent.plan.kept`);
+    ``criteria``: what the goal asks of its files, already verified against it
+    (:mod:`agent.plan.criteria`; the goal's literals are added here)."""
     if isinstance(data, PlanDraft):
         steps = data.steps
     else:
@@ -173,7 +177,9 @@ def parse_plan(
         steps = out_of_scratch(without_references(steps, [*asked, *files]), [*asked, *files])
         steps = own_tests_moved(merge_same_outputs(steps), asked)
         steps = one_after_all_modules(needed_steps(depend_on_checked_files(steps), asked))
-    steps = raise_to_floor(steps, goal, databases=databases, kept=kept, repairs=repairs)
+    steps = raise_to_floor(
+        steps, goal, databases=databases, kept=kept, repairs=repairs, criteria=criteria
+    )
     errors = plan_errors(
         steps, actions=actions, max_steps=max_steps, databases=databases, files=files
     )

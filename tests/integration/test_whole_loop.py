@@ -1,0 +1,223 @@
+"""Every model gets the whole loop: with models that answer as capable hosted models do
+(valid plans, sound checks), a goal naming its file is planned by the planner model, its
+check runs as written, prose is read by the judge, and reflection decides from evidence.
+A wrong artifact never ends ``success``; a right one does — in English and in German."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent import ScriptedChatModel, run
+from agent.models.profiles import DEFAULT, SMALL_LOCAL, profile_for
+from agent.models.scripted import prompt_json
+from agent.runs.runner import thread_config
+from tests.fakes import ctx, sqlite_graph, writer
+
+REPORT_GOAL = (
+    "Write report.md: a short report for executives on vector databases, with a Background "
+    "section and a Recommendation section."
+)
+REPORT_RIGHT = (
+    "# Vector databases\n\n## Background\nThey index embeddings for similarity search.\n\n"
+    "## Recommendation\nAdopt one behind a feature flag.\n"
+)
+BERICHT_GOAL = (
+    "Schreibe bericht.md: einen kurzen Bericht für die Geschäftsführung über Vektordatenbanken, "
+    "mit einem Abschnitt Hintergrund und einem Abschnitt Empfehlung."
+)
+BERICHT_RIGHT = (
+    "# Vektordatenbanken\n\n## Hintergrund\nSie indizieren Embeddings.\n\n"
+    "## Empfehlung\nMit einem Pilotprojekt beginnen.\n"
+)
+SERVICE_GOAL = (
+    "Write service.json, the settings of our billing service: its name, the port it listens "
+    "on (from 1024 to 65535) and whether debug is on (it must be off)."
+)
+SERVICE_SCHEMA = {
+    "type": "object",
+    "required": ["name", "port", "debug"],
+    "properties": {
+        "name": {"type": "string"},
+        "port": {"type": "integer", "minimum": 1024, "maximum": 65535},
+        "debug": {"const": False},
+    },
+}
+GREET_GOAL = "Write greet.py with a function greet(name) that returns the greeting our app shows."
+GREET_CHECK = {"kind": "python", "code": "assert greet('Ann') == 'Hello, Ann!'"}
+
+
+def plan_of(path: str, check: Any, action: str) -> dict[str, Any]:
+    return {
+        "steps": [
+            {
+                "step_id": "S1",
+                "action": action,
+                "instructions": f"Write {path} as the goal asks.",
+                "expected_output": path,
+                "done_when": check,
+            }
+        ]
+    }
+
+
+def judge(marker: str):
+    """A judge that passes prose holding ``marker`` (a heading of the right report) and
+    flags anything else with evidence; it reads the artifact, never the prompt's words."""
+
+    def respond(messages: list[Any]) -> dict[str, Any]:
+        if any(marker in str(m.content) for m in messages):
+            return {"issues": [], "score": 1.0}
+        issue = {
+            "id": "sections",
+            "severity": "blocking",
+            "location": "whole file",
+            "evidence": "the text has no sections at all",
+            "suggestion": "write the sections the goal asks for",
+        }
+        return {"issues": [issue], "score": 0.1}
+
+    return respond
+
+
+def always_end(messages: list[Any]) -> dict[str, Any]:
+    """A reflection model that would end any run: the evidence must stop it."""
+    prompt_json(messages)
+    return {"decision": "end", "reason": "looks done", "final_answer": "Done."}
+
+
+def roles(plan: dict[str, Any], artifact: str, marker: str = "\x00") -> dict[str, Any]:
+    return {
+        "planner": ScriptedChatModel(responder=lambda m: plan),
+        "reflection": ScriptedChatModel(responder=always_end),
+        "judge": ScriptedChatModel(responder=judge(marker)),
+        "default": ScriptedChatModel(responder=writer(lambda step_id, path, rev: artifact)),
+    }
+
+
+def run_goal(tmp_path, goal: str, models: dict[str, Any], **context: Any) -> dict[str, Any]:
+    graph, _ = sqlite_graph(tmp_path, models)
+    result = run(
+        graph, goal, context=ctx(max_revisions=1, fresh_drafts=0, **context), thread_id="t"
+    )
+    result["state"] = graph.get_state(thread_config("t")).values
+    return result
+
+
+CASES = {
+    "report-contains": (
+        REPORT_GOAL,
+        plan_of(
+            "report.md",
+            {"kind": "contains", "all": ["## Background", "## Recommendation"]},
+            "writer",
+        ),
+        "hello",
+        REPORT_RIGHT,
+    ),
+    "report-rubric": (
+        REPORT_GOAL,
+        plan_of(
+            "report.md",
+            {"kind": "rubric", "criteria": ["has a Background and a Recommendation section"]},
+            "writer",
+        ),
+        "hello",
+        REPORT_RIGHT,
+    ),
+    "service-json": (
+        SERVICE_GOAL,
+        plan_of("service.json", {"kind": "json_schema", "schema": SERVICE_SCHEMA}, "coder"),
+        json.dumps({"name": "billing", "port": 80, "debug": True}),
+        json.dumps({"name": "billing", "port": 8080, "debug": False}),
+    ),
+    "greet-python": (
+        GREET_GOAL,
+        plan_of("greet.py", GREET_CHECK, "coder"),
+        "def greet(name):\n    return 'Hi ' + name\n",
+        "def greet(name):\n    return f'Hello, {name}!'\n",
+    ),
+    "bericht-contains": (
+        BERICHT_GOAL,
+        plan_of("bericht.md", {"kind": "contains", "all": ["Hintergrund", "Empfehlung"]}, "writer"),
+        "hallo",
+        BERICHT_RIGHT,
+    ),
+}
+MARKERS = {"report-contains": "## Background", "report-rubric": "## Background",
+           "bericht-contains": "## Hintergrund"}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_wrong_artifact_never_ends_success_and_the_planner_s_check_ran(tmp_path, case):
+    goal, plan, wrong, _ = CASES[case]
+    models = roles(plan, wrong, MARKERS.get(case, "\x00"))
+    result = run_goal(tmp_path, goal, models)
+    assert result["status"] != "success", result["stop_reason"]
+    assert models["planner"].calls, "the planner model planned the goal"
+    state = result["state"]
+    own = plan["steps"][0]["done_when"]
+    # the planner's check runs as written, beside what the product adds
+    done_when = state["plan"]["steps"][0]["done_when"]
+    assert own == done_when or own in done_when["checks"]
+    checked = [e for e in state["trajectory"] if e.get("action") == "check"]
+    assert checked and not any(e["check"]["passed"] for e in checked)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_right_artifact_ends_success_after_the_planner_and_for_prose_the_judge(tmp_path, case):
+    goal, plan, _, right = CASES[case]
+    models = roles(plan, right, MARKERS.get(case, "\x00"))
+    result = run_goal(tmp_path, goal, models)
+    assert (result["status"], result["stop_reason"]) == ("success", "end")
+    assert models["planner"].calls
+    if plan["steps"][0]["expected_output"].endswith(".md"):
+        assert models["judge"].calls, "prose is read by the judge"
+
+
+def test_prose_checked_only_for_presence_is_judged_and_a_bad_report_never_ends_success(tmp_path):
+    plan = plan_of("report.md", {"kind": "non_empty"}, "writer")
+    models = roles(plan, "hello", "## Background")
+    result = run_goal(tmp_path, REPORT_GOAL, models)
+    assert result["status"] != "success"
+    assert models["judge"].calls
+
+
+def test_an_artifact_proven_only_to_be_there_is_left_to_reflection_s_model(tmp_path):
+    # no program judges a .csv the planner checks with non_empty: reflection's model decides
+    plan = plan_of("prices.csv", {"kind": "non_empty"}, "coder")
+    models = roles(plan, "sku,price\nA-1,3\n")
+    result = run_goal(tmp_path, "Write prices.csv with our prices.", models)
+    assert models["reflection"].calls, "reflection asked its model"
+    assert result["state"]["decisions"][-1]["by"] == "model"
+    assert result["status"] == "success"
+
+
+def test_an_invalid_plan_from_the_planner_falls_back_to_a_plan_in_code_said_in_decisions(
+    tmp_path,
+):
+    invalid = {"steps": [{**plan_of("greet.py", GREET_CHECK, "coder")["steps"][0], "action": "x"}]}
+    models = roles(invalid, "def greet(name):\n    return f'Hello, {name}!'\n")
+    result = run_goal(tmp_path, GREET_GOAL, models)
+    first = result["state"]["decisions"][0]
+    assert first["by"] == "rule" and "planned in code" in first["reason"]
+    assert [s["expected_output"] for s in result["state"]["plan"]["steps"]] == ["greet.py"]
+
+
+def test_auto_picks_the_default_profile_for_hosted_models_and_small_local_for_small_ones():
+    assert profile_for("auto", "openai:gpt-4.1-mini") is DEFAULT
+    assert profile_for("auto", "anthropic:claude-sonnet-4-5") is DEFAULT
+    assert profile_for("auto", "openai:qwen2.5-coder-1.5b") is SMALL_LOCAL
+    assert profile_for("auto", "ollama:qwen2.5-coder:0.5b") is SMALL_LOCAL
+    assert profile_for("default", "openai:qwen2.5-coder-1.5b") is DEFAULT
+
+
+def test_the_small_local_profile_plans_in_code_without_the_planner_s_plan(tmp_path):
+    plan = plan_of("greet.py", GREET_CHECK, "coder")
+    models = roles(plan, "def greet(name):\n    return f'Hello, {name}!'\n")
+    result = run_goal(tmp_path, GREET_GOAL, models, profile="small-local")
+    # the planner model is asked for criteria only: no plan of its is used
+    assert GREET_CHECK not in result["state"]["plan"]["steps"][0]["done_when"].get("checks", [])
+    assert result["state"]["plan"]["steps"][0]["instructions"] != plan["steps"][0]["instructions"]
