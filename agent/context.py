@@ -13,8 +13,7 @@ from typing import Any
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
 from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
-from agent.models.profiles import profile_names
-from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ToolCalling
+from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ProfileChoice, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
 DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
@@ -291,8 +290,8 @@ class Context:
             known = ", ".join(ToolCalling)
             msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"
             errors.append(("tool_calling", msg))
-        if "profile" in typed and self.profile not in profile_names():
-            known = ", ".join(profile_names())
+        if "profile" in typed and self.profile not in [str(c) for c in ProfileChoice]:
+            known = ", ".join([str(c) for c in ProfileChoice])
             errors.append(("profile", f"unknown profile {self.profile!r}; expected one of {known}"))
         settings = STRUCTURED_OUTPUT_SETTINGS
         if "structured_output" in typed and self.structured_output not in settings:

@@ -169,3 +169,14 @@ class ToolCalling(StrEnum):
     AUTO = "auto"
     NATIVE = "native"
     TEXT = "text"
+
+
+class ProfileChoice(StrEnum):
+    """The model profiles ``Context.profile`` names (:mod:`agent.models.profiles`)."""
+
+    AUTO = "auto"
+    """By the model's name: the first built-in profile whose pattern matches, else default."""
+    DEFAULT = "default"
+    """The whole loop, nothing added."""
+    SMALL_LOCAL = "small-local"
+    """Plans in code, plan repairs, fresh drafts first, data files printed by a program."""

@@ -10,6 +10,7 @@ asked once of the plain model (one message, its fenced artifact graded the same 
 
     python bench/goals.py --model openai:NAME [--goal NAME] [--json] [--out DIR] [--no-plain]
     python bench/goals.py --serve 1.5b [--threads 1]     # llama.cpp started and stopped here
+    python bench/goals.py --set heldout ...              # the held-out set (bench/goals_heldout)
 
 The plain model needs ``openai:NAME`` and ``OPENAI_BASE_URL`` (``--serve`` sets both).
 """
@@ -38,6 +39,9 @@ import goal_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS_DIR = Path(__file__).with_name("goals")
+HELDOUT_DIR = Path(__file__).with_name("goals_heldout")
+SETS = {"goals": GOALS_DIR, "heldout": HELDOUT_DIR}
+"""The goal sets by ``--set`` name: the suite, and its held-out rewordings (never tuned on)."""
 GIVEN = "given/"
 PLAIN_MAX_TOKENS = 1024
 RUN_TIMEOUT_S = 1800.0
@@ -61,17 +65,32 @@ class Goal:
     search_corpus: Path | None = None
     answer: str | None = None
     escalates: bool = False
+    original: str | None = None
+    """A held-out goal's original (``"grader"`` in its goal.json): the suite's goal whose
+    hidden grader, given files and search corpus it uses."""
+
+    @property
+    def home(self) -> Path:
+        """The folder of the grader, the given files and the corpus: the original goal's."""
+        return GOALS_DIR / self.original if self.original else self.folder
 
 
 def load_goal(folder: Path) -> Goal:
-    """The goal in ``folder``; a clear error for a goal.json that is not complete."""
+    """The goal in ``folder``; a clear error for a goal.json that is not complete. A goal.json
+    with ``"grader": NAME`` (a held-out goal) takes its grader, its ``given/`` files and its
+    search corpus from the suite's goal NAME (``bench/goals/NAME``)."""
     spec = json.loads((folder / "goal.json").read_text(encoding="utf-8"))
     for key in ("workload", "goal", "artifacts"):
         if not spec.get(key):
             msg = f"{folder / 'goal.json'}: {key!r} is missing"
             raise ValueError(msg)
+    original = spec.get("grader")
+    home = GOALS_DIR / original if original else folder
+    if original and not (home / "grader.py").is_file():
+        msg = f"{folder / 'goal.json'}: no grader {original!r} in {GOALS_DIR}"
+        raise ValueError(msg)
     files = {
-        rel.removeprefix(GIVEN): (folder / rel).read_text(encoding="utf-8")
+        rel.removeprefix(GIVEN): (home / rel).read_text(encoding="utf-8")
         for rel in spec.get("files", [])
     }
     corpus = spec.get("search_corpus")
@@ -83,15 +102,17 @@ def load_goal(folder: Path) -> Goal:
         artifacts=list(spec["artifacts"]),
         files=files,
         databases={n: GOALS_DIR / p for n, p in (spec.get("databases") or {}).items()},
-        search_corpus=folder / corpus if corpus else None,
+        search_corpus=home / corpus if corpus else None,
         answer=spec.get("answer"),
         escalates=bool(spec.get("escalates")),
+        original=original,
     )
 
 
-def load_goals(names: Sequence[str] = ()) -> list[Goal]:
-    """Every goal of ``bench/goals`` (or the named ones), in name order."""
-    folders = sorted(p.parent for p in GOALS_DIR.glob("*/goal.json"))
+def load_goals(names: Sequence[str] = (), goal_set: str = "goals") -> list[Goal]:
+    """Every goal of ``bench/goals`` (or of another set of ``SETS``; or the named ones), in
+    name order."""
+    folders = sorted(p.parent for p in SETS[goal_set].glob("*/goal.json"))
     known = {f.name for f in folders}
     if unknown := [n for n in names if n not in known]:
         msg = f"unknown goal(s) {', '.join(unknown)}; the goals are {', '.join(sorted(known))}"
@@ -104,7 +125,7 @@ def grader(goal: Goal) -> Grader:
     if str(GOALS_DIR) not in sys.path:
         sys.path.insert(0, str(GOALS_DIR))  # grading.py, the graders' shared helpers
     spec = importlib.util.spec_from_file_location(
-        f"goal_grader_{goal.name}", goal.folder / "grader.py"
+        f"goal_grader_{goal.name}", goal.home / "grader.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -415,7 +436,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     which.add_argument(
         "--model",
         help="provider:name, as deepreflect run --model takes it; {goal} in it is replaced by "
-        "the goal's name (a scripted tier: scripted:goal-{goal})",
+        "the goal's name, a held-out goal's original (a scripted tier: scripted:goal-{goal})",
     )
     which.add_argument("--serve", choices=["0.5b", "1.5b"], help="start llama.cpp with this model")
     which.add_argument(
@@ -425,6 +446,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "goal's checks read again from its threads database",
     )
     parser.add_argument("--goal", action="append", default=[], help="only this goal (repeatable)")
+    parser.add_argument(
+        "--set",
+        choices=sorted(SETS),
+        default="goals",
+        help="the goal set: the suite (bench/goals, the default) or its held-out rewordings "
+        "(bench/goals_heldout, never tuned on)",
+    )
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     parser.add_argument("--out", help="keep every goal's workspace here (default: a temp dir)")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain model")
@@ -463,7 +491,7 @@ def report_again(folder: Path, as_json: bool) -> int:
     """The table of a kept run, its checks read from the threads databases (a run made
     before the table had them gets them too)."""
     report = json.loads((folder / "goals.json").read_text(encoding="utf-8"))
-    goals = {g.name: g for g in load_goals()}
+    goals = {g.name: g for goal_set in SETS for g in load_goals(goal_set=goal_set)}
     for row in report["goals"]:
         artifacts = goals[row["goal"]].artifacts if row["goal"] in goals else []
         db = folder / row["goal"] / "threads.sqlite"
@@ -477,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
         return report_again(Path(args.report), args.json)
-    goals = load_goals(args.goal)
+    goals = load_goals(args.goal, args.set)
     out = Path(args.out or tempfile.mkdtemp(prefix="deepreflect-goals-"))
     out.mkdir(parents=True, exist_ok=True)
     cli = shlex.split(args.deepreflect) if args.deepreflect else default_cli()
@@ -487,7 +515,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, plain = [], {}
         for goal in goals:
             print(f"goal {goal.name} ...", file=sys.stderr, flush=True)
-            model_of = model.replace("{goal}", goal.name)  # a scripted tier: one per goal
+            # a scripted tier: one per goal (a held-out goal's is its original's)
+            model_of = model.replace("{goal}", goal.original or goal.name)
             rows.append(
                 run_goal(
                     goal,

@@ -8,8 +8,9 @@ subagent writes the known-good artifact of tests/goal_solutions.py (the citation
 searches first and cites what the search returned; with ``GOAL_SOLVER_WRONG`` set, they write
 the first known-bad artifact instead, for a false success; the escalation goal's writer uses the
 region from the human's answer, which reaches it through the replanned step), reflection
-finishes when every step is done (deepreflect itself pauses on the escalation goal's question
-before any plan, and is resumed with the answer).
+finishes when every step is done (the planner's criteria carry the escalation goal's question,
+quoting the goal, so deepreflect pauses on it before the plan runs, and is resumed with the
+answer).
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ def _plan(goal: str, answer: str) -> dict[str, Any]:
             "instructions": text, "expected_output": path,
             "done_when": CHECKS.get(goal, {"kind": "non_empty"}),
         })  # fmt: skip
-    return {"steps": steps}
+    plan: dict[str, Any] = {"steps": steps}
+    if goal == "escalation":  # the goal tells the agent to ask first: a criterion quoting it
+        quote = "ask the user which region before writing the file"
+        plan["criteria"] = {"question": {"text": "Which region?", "quote": quote}}
+    return plan
 
 
 def _artifact(goal: str, path: str, instructions: str) -> str:

@@ -10,8 +10,7 @@ import argparse
 from typing import Any
 
 from agent.env_defaults import MCP_CONFIG_VAR as MCP_ENV
-from agent.models.profiles import profile_names
-from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ToolCalling
+from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, ProfileChoice, ToolCalling
 
 # flag dest -> Context field, for the flags that set one
 CONTEXT_FLAGS = {
@@ -97,7 +96,7 @@ def models(p: argparse.ArgumentParser, note: str = "") -> None:
         "--profile",
         "what the models need beyond the loop: auto (by the model's name), default (the "
         "whole loop), small-local (plans in code, plan repairs, fresh drafts first)",
-        choices=profile_names(),
+        choices=[str(c) for c in ProfileChoice],
         env=not note,
     )
     _setting(

@@ -18,6 +18,8 @@ import fnmatch
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from agent.vocabulary import ProfileChoice
+
 if TYPE_CHECKING:  # the CLI's --help lists the profiles without loading the model stack
     from langchain_core.language_models import BaseChatModel
 
@@ -32,7 +34,7 @@ __all__ = [
     "profile_names",
 ]
 
-AUTO = "auto"
+AUTO = str(ProfileChoice.AUTO)
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,13 @@ class Profile:
 
 
 DEFAULT = Profile(
-    name="default",
+    name=str(ProfileChoice.DEFAULT),
     description="the whole loop: the planner plans, its checks run as written, the judge "
     "reviews prose, reflection asks its model",
 )
 
 SMALL_LOCAL = Profile(
-    name="small-local",
+    name=str(ProfileChoice.SMALL_LOCAL),
     description="small local models (about 3B parameters or fewer): plans made in code when the "
     "goal names its files, plan repairs, fresh drafts first, data files printed by a program",
     patterns=(
@@ -104,8 +106,8 @@ class ProfileError(ValueError):
 
 
 def profile_names() -> list[str]:
-    """The values ``Context.profile`` accepts."""
-    return [AUTO, *PROFILES]
+    """The values ``Context.profile`` accepts (``agent.vocabulary.ProfileChoice``)."""
+    return [str(choice) for choice in ProfileChoice]
 
 
 def model_name(model: BaseChatModel | str | None) -> str:

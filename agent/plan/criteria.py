@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agent.vfs.filenames import is_test_file
+
 __all__ = [
     "MAX_SCANNED_CHARS",
     "CallCriterion",
@@ -34,6 +36,7 @@ __all__ = [
     "ExampleCriterion",
     "FileCriteria",
     "GoalCriteria",
+    "KeptBehaviour",
     "NameCriterion",
     "OrderCriterion",
     "QuestionCriterion",
@@ -102,6 +105,11 @@ class CountCriterion(_Quoted):
     least: int = Field(ge=0, le=100)
 
 
+class KeptBehaviour(_Quoted):
+    """The goal keeps the given file's whole behaviour (a refactor's promise): every public
+    function of it is kept."""
+
+
 class QuestionCriterion(_Quoted):
     """A question the goal tells the agent to ask the user before the work."""
 
@@ -118,6 +126,9 @@ class FileCriteria(BaseModel):
         default_factory=list,
         max_length=MAX_ITEMS,
         description="Functions of a given file the goal says to keep as they are.",
+    )
+    behaviour_kept: KeptBehaviour | None = Field(
+        default=None, description="Only when the goal says the file's behaviour must not change."
     )
     fixes: list[NameCriterion] = Field(
         default_factory=list,
@@ -203,7 +214,7 @@ def literal_examples(text: str) -> list[tuple[str, str]]:
         arrow = _ARROW.match(text, end)
         if arrow is None:
             continue
-        value = _literal_prefix(text[arrow.end() : arrow.end() + MAX_LITERAL_CHARS])
+        value = _literal_prefix(text[arrow.end() : arrow.end() + MAX_LITERAL_CHARS].lstrip())
         if value is not None:
             found.setdefault(call, set()).add(value)
     return [(call, next(iter(v))) for call, v in found.items() if len(v) == 1]
@@ -256,8 +267,6 @@ def literal_criteria(text: str, files: list[str]) -> GoalCriteria:
     """What the literals of ``text`` ask of ``files`` (the files the goal asks for): the
     examples and signatures of the goal's one Python module (or of the module whose part of
     the goal holds them, when it has a part per file), the JSON keys of its one JSON file."""
-    from agent.plan.needs import is_test_file  # needs imports the plan's steps, which import us
-
     modules = [f for f in files if f.endswith(".py") and not is_test_file(f)]
     jsons = [f for f in files if f.endswith(".json")]
     out: list[FileCriteria] = []
@@ -266,18 +275,20 @@ def literal_criteria(text: str, files: list[str]) -> GoalCriteria:
         part = text if len(modules) == 1 else file_part(text, path, files)
         if not part:
             continue
-        named = list(signatures(part))
+        named = list(signatures(part))[:MAX_ITEMS]
         # an example written anywhere (a human's answer too) is of the module defining it
         stated = literal_examples(part) + [(c, w) for c, w in everywhere if _callee(c) in named]
-        examples = [ExampleCriterion(call=c, expected=w) for c, w in dict.fromkeys(stated)]
+        examples = [
+            ExampleCriterion(call=c, expected=w) for c, w in list(dict.fromkeys(stated))[:MAX_ITEMS]
+        ]
         if examples or named:
             functions = [NameCriterion(name=n) for n in named]
             out.append(FileCriteria(path=path, examples=examples, functions=functions))
     if len(jsons) == 1:
         outer, inner = json_keys(text)
         if outer or inner:
-            keys = [NameCriterion(name=k) for k in outer]
-            items = [NameCriterion(name=k) for k in inner]
+            keys = [NameCriterion(name=k) for k in outer[:MAX_ITEMS]]
+            items = [NameCriterion(name=k) for k in inner[:MAX_ITEMS]]
             out.append(FileCriteria(path=jsons[0], keys=keys, item_keys=items))
     return GoalCriteria(files=out)
 
@@ -341,24 +352,49 @@ def _all_literal(call: ast.Call) -> bool:
     return True
 
 
-_CUT = re.compile(r"[\s,;:)]|\.(?:\s|$)")
-_MAX_CUTS = 24  # literal_eval attempts per value: bounded, whatever the text
+_OPENS = {"(": ")", "[": "]", "{": "}"}
+_ENDS = frozenset(",;:)]}")
+
+
+def _literal_end(text: str) -> int:
+    """Where the literal at the start of ``text`` ends: the first delimiter outside brackets
+    and quotes (a comma, a semicolon, a closing bracket it did not open, white space, or a
+    full stop that ends a sentence). One pass, whatever the text."""
+    stack: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in _OPENS:
+            stack.append(_OPENS[char])
+        elif stack and char == stack[-1]:
+            stack.pop()
+        elif not stack and (char in _ENDS or char.isspace()):
+            return i
+        elif not stack and char == "." and (i + 1 == len(text) or text[i + 1].isspace()):
+            return i
+        i += 1
+    return len(text)
 
 
 def _literal_prefix(text: str) -> str | None:
-    """The longest start of ``text`` that is one Python literal (``2.5 but`` → ``2.5``),
-    as its ``repr``; None when it starts with no literal."""
-    cuts = sorted({m.start() for m in _CUT.finditer(text)} | {len(text)}, reverse=True)
-    for cut in cuts[:_MAX_CUTS]:
-        head = text[:cut].strip()
-        if not head:
-            continue
-        try:
-            value = ast.literal_eval(head)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        return repr(value)
-    return None
+    """The one Python literal at the start of ``text`` (``2.5 but`` → ``2.5``, ``2, f(2)``
+    → ``2``), as its ``repr``; None when it starts with no literal."""
+    head = text[: _literal_end(text.lstrip())].strip() if text.strip() else ""
+    if not head:
+        return None
+    try:
+        value = ast.literal_eval(head)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return repr(value)
 
 
 # ---------------------------------------------------------------------------- verification
@@ -395,17 +431,20 @@ def verified(criteria: GoalCriteria, goal: str) -> tuple[GoalCriteria, list[str]
             functions=[c for c in f.functions if keep(c, c.name)],
             examples=[c for c in f.examples if keep(c, _callee(c.call), c.expected)],
             keep=[c for c in f.keep if keep(c, c.name)],
+            behaviour_kept=f.behaviour_kept
+            if f.behaviour_kept and keep(f.behaviour_kept)
+            else None,
             fixes=[c for c in f.fixes if keep(c, c.name)],
             uses=[c for c in f.uses if keep(c, c.name)],
             calls=[c for c in f.calls if keep(c, c.caller, c.callee)],
             keys=[c for c in f.keys if keep(c, c.name)],
             item_keys=[c for c in f.item_keys if keep(c, c.name)],
             sorted_by=[c for c in f.sorted_by if keep(c, c.key)],
-            values_of=[c for c in f.values_of if keep(c, c.key)],
+            values_of=[c for c in f.values_of if keep(c, c.key, c.of)],
             spelled=[c for c in f.spelled if keep(c, c.name)],
             sections=[c for c in f.sections if keep(c, c.name)],
             citations=f.citations if f.citations and keep(f.citations) else None,
-            reads=[c for c in f.reads if keep(c)],
+            reads=[c for c in f.reads if keep(c, c.name)],
         )
         files.append(kept)
     question = criteria.question if criteria.question and keep(criteria.question) else None
@@ -451,6 +490,7 @@ def _merge_file(a: FileCriteria, b: FileCriteria) -> FileCriteria:
             seen.setdefault(_identity(item), item)
         update[name] = list(seen.values())[:MAX_ITEMS]
     update["citations"] = a.citations or b.citations
+    update["behaviour_kept"] = a.behaviour_kept or b.behaviour_kept
     return a.model_copy(update=update)
 
 

@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.controller.subagents import SubAgent
-from agent.plan.needs import is_test_file, named_files
+from agent.plan.needs import named_files
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, Step
 from agent.prompts import render
 from agent.vfs.entries import PathError, is_scratch, validate_path
+from agent.vfs.filenames import is_test_file
 from agent.vfs.origin import is_user_file
 from agent.vfs.quoting import quote_data
 
@@ -38,6 +39,8 @@ ARTIFACT_EXTENSIONS = frozenset(
     ".py .sql .json .md .txt .rst .html .csv .yaml .yml .toml .js .ts .sh .ini .cfg .xml".split()
 )
 PROSE_EXTENSIONS = frozenset({".md", ".txt", ".rst", ".html", ""})  # a writer's; else a coder's
+
+
 def goal_outputs(goal: str, files: Mapping[str, Any]) -> list[str]:
     """The files the goal asks for: the artifact files it names that are not in the thread,
     or, when every file it names is the user's, the user's files it names (to edit)."""

@@ -1,53 +1,33 @@
-"""The evidence floor: the least a step's check must prove when a program can judge its
-artifact, applied to the plan before it is validated (``agent.plan.validation.parse_plan``).
+"""The evidence floor: what the goal's acceptance criteria (:mod:`agent.plan.criteria`)
+and the artifact's kind let a program prove, added beside the planner's own check before
+the plan is validated (``agent.plan.validation.parse_plan``).
 
-A small planner proves "done" with ``exists`` or ``non_empty``, and a wrong artifact then
-ends the run ``success``: a ``stats.py`` whose median is still wrong, a ``roman.py`` without
-``to_roman``, an ``inventory.json`` without the keys the goal asked for. When a step's check
-uses only kinds that do not run or parse the artifact (presence, text patterns, a rubric),
-the check becomes an ``all`` of ``non_empty`` (``exists`` for a package's ``__init__.py``,
-which may be empty), the floor its artifact's kind allows, then
-the planner's own check (marked ``"floor": true``, so a replan is shown the planner's check
-alone: :func:`without_floor`):
+A check of kinds that do not run or judge the artifact (presence, text patterns, a rubric,
+``syntax``) becomes an ``all`` of ``non_empty`` (``exists`` for a package's
+``__init__.py``, which may be empty), the floor's parts, then every part the planner wrote
+(marked ``"floor": N``, the number of the floor's parts, so a replan is shown the planner's
+check alone: :func:`without_floor`). Only a small model's profile (``repairs``) leaves out a
+planner part that cannot pass on its file; otherwise such a part fails on evidence and is
+settled by a replan or a human.
 
-- a ``.py`` runs, defines the functions the goal writes as calls (``to_roman(n: int)``),
-  meets the examples the goal states (``median([1, 2, 3, 4]) should be 2.5``), and, called
-  with values of the types its signature states (``to_roman(1)``), raises no error of broken
-  code (``TypeError``, ``NameError`` …) and returns the stated type; names, examples and
-  calls only when the goal names this file as its one module, and the floor at all only
-  when every other module the plan writes (but a package's ``__init__.py``, which the
-  package imports without) is one the step depends on (a module imports its siblings when
-  it runs); else the module must parse (``syntax``: on the 1.5B a
-  ``textkit/words.py`` with a ``SyntaxError`` passed ``non_empty``). The step that runs
-  after every module of a package imports each of them as a user would (two modules that
-  imported each other at the top each parsed, and the package did not import). A refactor's
-  new function must be called by the functions the goal says call it (``calls``: old bodies
-  kept the behaviour and did not refactor), and when the goal moves the callers' shared
-  code into it, it returns what that code computed (a ``discounted_total`` that rounded kept
-  both callers' results and failed the function's own hidden test). Test files are left to
-  the check that runs them;
-- a ``.py`` of the user's that a step rewrites keeps defining its public functions and
-  classes (on the 1.5B a fixed ``stats.py`` dropped the ``mean`` the goal said to keep),
-  and the functions the goal says to keep as they are end as they did in the given file
-  (:mod:`agent.plan.kept`); when the goal fixes a bug its example shows, a call of the fixed
-  function that takes another path through it in the given file (a line every failing
-  example skips, and one each runs) ends as it did there: on the 1.5B a ``median`` fixed
-  for even lengths broke odd ones and the run ended ``success``;
-- a ``.json`` parses, and holds the top-level keys the goal spells as ``"key":`` and keeps
-  its lists in the orders the goal states ("sorted by sku": ``x-sortedBy``), and has the keys
-  the goal spells inside its objects somewhere (``"sku":``, ``x-hasKeys``), and a list the
-  goal says holds one key's values holds them (``"out_of_stock": the list of skus``,
-  ``x-valuesOf``) when the goal names this file as its one JSON file;
-- a ``.sql`` runs on the database the goal names (or the one declared);
-- a document the goal names (``report.md``) whose goal asks it to cite sources cites at
-  least as many as the goal says, each from the step's tool results (``citations``): on the
-  1.5B an ``exists`` check ended a report with no citation ``success``.
+- a ``.py`` runs, defines the functions its criteria name, meets their examples, and, called
+  with values of the types its written signature states, raises no error of broken code and
+  returns the stated type; a module whose sibling modules are not written before its check
+  only parses (``syntax``, with ``uses`` and ``defines``), and the step after every module of
+  a package imports each of them as a user would and runs their examples; a refactor's
+  callers call its new function (which returns what their shared code computed, when the
+  criteria say that code moves); a user's module keeps its public names, and the functions
+  the criteria keep end as they did in the given file (:mod:`agent.plan.kept`), as do the
+  other paths through a function the criteria fix;
+- a ``.json`` parses and meets a schema of the keys, orders, item keys, value lists and
+  spellings its criteria state (``x-`` keywords of :mod:`agent.checks.text`);
+- a ``.sql`` runs on the database the goal names (or the one declared) and reads the tables
+  its criteria name;
+- prose has its stated sections and citations checked, and a ``rubric`` the judge reads it
+  against (the step's instructions and the goal) unless the planner gave one.
 
-A check with any other kind (``python``, ``pytest``, ``sql``, ``json_schema``, ``citations``,
-a custom kind) is the planner's evidence; but what the goal states of the module it names
-(its functions, examples and signatures) is asserted before it all the same
-(:func:`stated_floor`): on the 1.5B a planner's ``python`` check of ``stats.py`` tried an
-odd-length median and passed the even-length bug the goal spelled out.
+A stronger planner check of a module (``python``, ``pytest``) gets what the criteria state
+of it asserted first all the same (:func:`stated_floor`).
 """
 
 from __future__ import annotations
@@ -74,9 +54,10 @@ from agent.plan.criteria import (
     signatures,
 )
 from agent.plan.kept import caller_rests, comparable, probe_calls, public_names, shared_code
-from agent.plan.needs import is_test_file, named_files
+from agent.plan.needs import named_files
 from agent.plan.steps import Step
 from agent.prompts import render
+from agent.vfs.filenames import is_test_file
 
 __all__ = [
     "PROSE",
@@ -375,7 +356,7 @@ def _module_floor(
         spec = {"kind": "syntax"} | ({"uses": uses} if uses else {})  # a sibling it may
         return spec | ({"defines": defines} if defines else {})  # import is not written yet
     kept = public_names(given)
-    keep = [k.name for k in stated.keep if k.name in kept]
+    keep = kept if stated.behaviour_kept else [k.name for k in stated.keep if k.name in kept]
     probes = probe_calls(given, keep) if comparable(given) else []
     calls = [
         (c.caller, c.callee)

@@ -50,7 +50,7 @@ def comparable(source: str) -> bool:
         return False
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

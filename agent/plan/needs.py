@@ -42,11 +42,11 @@ from typing import Any
 
 from agent.plan.steps import Step, dependency_cycle
 from agent.vfs.entries import SCRATCH, is_scratch
+from agent.vfs.filenames import is_test_file
 
 __all__ = [
     "depend_on_checked_files",
     "one_after_all_modules",
-    "is_test_file",
     "named_files",
     "needed_steps",
     "out_of_scratch",
@@ -130,14 +130,6 @@ def _renamed(value: Any, moved: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_renamed(v, moved) for v in value]
     return value
-
-
-def is_test_file(path: str) -> bool:
-    """A pytest file by its name (``test_x.py``, ``x_test.py``, ``conftest.py``)."""
-    name = posixpath.basename(path)
-    if not name.lower().endswith(".py"):
-        return False
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def own_tests_moved(steps: list[Step], asked: Collection[str]) -> list[Step]:

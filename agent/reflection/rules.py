@@ -17,6 +17,7 @@ from typing import Any, Literal
 from agent import vocabulary
 from agent.checks.composite import proves_criteria
 from agent.errors import ErrorClass
+from agent.plan.direct import goal_outputs
 from agent.plan.needs import named_files
 from agent.plan.progress import is_done, pending_steps
 from agent.reflection.answers import choices
@@ -242,8 +243,15 @@ def validate_decision(d: Decision, s: Situation) -> Decision:
     if d.decision == vocabulary.Decision.END:
         done = s.done_files()
         missing = [st["step_id"] for st in pending_steps(s.plan, s.files)]
-        if not done or (s.strict_end and missing):
-            why = "no artifact is done" if not done else f"steps {', '.join(missing)} not done"
+        unplanned = _asked_not_planned(s)
+        if not done or (s.strict_end and missing) or unplanned:
+            why = (
+                "no artifact is done"
+                if not done
+                else f"steps {', '.join(missing)} not done"
+                if missing and s.strict_end
+                else f"the goal asks for {', '.join(unplanned)}, which no step writes"
+            )
             return Decision(
                 vocabulary.Decision.CONTINUE if s.ready else vocabulary.Decision.REPLAN,
                 f"end overridden: {why}",
@@ -262,6 +270,13 @@ def validate_decision(d: Decision, s: Situation) -> Decision:
     if d.decision == vocabulary.Decision.ESCALATE and not d.question:
         d.question = d.reason or "How should I proceed?"
     return d
+
+
+def _asked_not_planned(s: Situation) -> list[str]:
+    """The files the goal asks for that no step of the plan writes and the thread lacks: an
+    end without them would call a run a success that never made what the goal named."""
+    planned = {st.get("expected_output") for st in (s.plan or {}).get("steps", [])}
+    return [p for p in goal_outputs(s.goal, s.files) if p not in planned and p not in s.files]
 
 
 def held_to_evidence(d: Decision, s: Situation) -> Decision:

@@ -13,13 +13,14 @@ whose every letter has an ASCII look-alike; ``confusable_homoglyphs`` ships both
 from __future__ import annotations
 
 import functools
+import posixpath
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
 import regex
 
-__all__ = ["collision", "fold", "name_problem", "nfc"]
+__all__ = ["collision", "fold", "is_test_file", "name_problem", "nfc"]
 
 _INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]")
 _NEUTRAL_SCRIPTS = frozenset({"COMMON", "INHERITED"})
@@ -158,3 +159,11 @@ def collision(path: str, existing: Iterable[str]) -> str | None:
     """The existing file ``path`` would be mistaken for (same :func:`fold`), if any."""
     key = fold(path)
     return next((other for other in existing if other != path and fold(other) == key), None)
+
+
+def is_test_file(path: str) -> bool:
+    """A pytest file by its name (``test_x.py``, ``x_test.py``, ``conftest.py``)."""
+    name = posixpath.basename(path)
+    if not name.lower().endswith(".py"):
+        return False
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"

@@ -10,6 +10,12 @@ from agent.controller.computed import run_program
 from agent.models.scripted import tool_call
 from tests.fakes import prompt_values, step_worker
 
+
+def computed_worker(*args, **kwargs):
+    """A step worker whose profile prints data files with a program (small-local)."""
+    return step_worker(*args, computed_data=True, **kwargs)
+
+
 SCHEMA = {"type": "object", "required": ["total"], "properties": {"total": {"type": "number"}}}
 STEP = {
     "step_id": "S1",
@@ -28,7 +34,7 @@ BROKEN = "```python\nprint(json.dumps({'total': totl}))\n```"
 
 def run_step(responses, inputs=None):
     goal = "Write totals.json: total is the sum of qty * price."
-    worker, model = step_worker(responses, step=STEP, goal=goal, inputs=inputs)
+    worker, model = computed_worker(responses, step=STEP, goal=goal, inputs=inputs)
     return asyncio.run(worker.aexecute()), model
 
 

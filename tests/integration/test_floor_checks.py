@@ -11,25 +11,47 @@ import pytest
 
 from agent.checks import run_check, validate_check_spec
 from agent.checks.composite import MAX_PARTS
+from agent.plan.criteria import (
+    CallCriterion,
+    ExampleCriterion,
+    FileCriteria,
+    GoalCriteria,
+    NameCriterion,
+    verified,
+)
 from agent.plan.validation import parse_plan
 from tests.fakes import step
 
 GOALS = Path(__file__).parents[2] / "bench" / "goals"
 
 
-def floor_of(goal: str, output: str, check=None, *, databases=()) -> dict:
+def stated(goal_text: str, path: str, **criteria) -> GoalCriteria:
+    """The criteria of ``path`` as a planner states them, each one the goal's words state
+    (``verified`` keeps them all)."""
+    given = GoalCriteria(files=[FileCriteria(path=path, **criteria)])
+    kept, dropped = verified(given, goal_text)
+    assert dropped == []
+    return kept
+
+
+def floor_of(
+    goal: str, output: str, check=None, *, databases=(), criteria: GoalCriteria | None = None
+) -> dict:
     steps, errors = parse_plan(
         {"steps": [step("S1", output, action="coder", check=check or {"kind": "exists"})]},
         actions={"coder"},
         max_steps=5,
         goal=goal,
         databases=databases,
+        criteria=criteria,
     )
     assert errors == []
     return steps[0].done_when
 
 
-def users_module_floor(name: str, path: str) -> tuple[str, dict]:
+def users_module_floor(
+    name: str, path: str, criteria: GoalCriteria | None = None
+) -> tuple[str, dict]:
     """The given file of goal ``name`` and the floor of a one-step plan rewriting it."""
     given = (GOALS / name / "given" / path).read_text()
     steps, errors = parse_plan(
@@ -39,6 +61,7 @@ def users_module_floor(name: str, path: str) -> tuple[str, dict]:
         goal=goal(name),
         files=[path],
         kept={path: given},
+        criteria=criteria,
     )
     assert errors == []
     return given, steps[0].done_when
@@ -46,6 +69,28 @@ def users_module_floor(name: str, path: str) -> tuple[str, dict]:
 
 def goal(name: str) -> str:
     return json.loads((GOALS / name / "goal.json").read_text())["goal"]
+
+
+BUGHUNT = goal("bughunt")
+MEDIAN_EXAMPLE = ExampleCriterion(
+    call="median([1, 2, 3, 4])", expected="2.5", quote="median([1, 2, 3, 4]) should be 2.5"
+)
+KEEP_MEAN = NameCriterion(name="mean", quote="keep mean and the rest of the file as they are")
+FIX_MEDIAN = NameCriterion(
+    name="median", quote="median([1, 2, 3, 4]) should be 2.5 but it is wrong"
+)
+
+
+def bughunt_criteria(*, keep: bool = False, fixes: bool = False) -> GoalCriteria:
+    """What the bughunt goal states of stats.py: the example of the bug, and (when asked)
+    that mean is kept as it is and that median's bug is fixed."""
+    return stated(
+        BUGHUNT,
+        "stats.py",
+        examples=[MEDIAN_EXAMPLE],
+        keep=[KEEP_MEAN] if keep else [],
+        fixes=[FIX_MEDIAN] if fixes else [],
+    )
 
 
 MEDIAN_FIXED = """
@@ -60,7 +105,7 @@ def median(xs):
 
 
 def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
-    spec = floor_of(goal("bughunt"), "stats.py")
+    spec = floor_of(BUGHUNT, "stats.py", criteria=bughunt_criteria())
     buggy = (GOALS / "bughunt" / "given" / "stats.py").read_text()
     failed = run_check(spec, {"stats.py": buggy}, "stats.py")
     assert not failed["passed"]
@@ -71,7 +116,7 @@ def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
 
 def test_a_planner_s_python_check_that_misses_the_stated_bug_no_longer_passes_it():
     odd_only = {"kind": "python", "code": "assert median([1, 2, 3]) == 2"}  # the 1.5B's
-    spec = floor_of(goal("bughunt"), "stats.py", odd_only)
+    spec = floor_of(BUGHUNT, "stats.py", odd_only, criteria=bughunt_criteria())
     buggy = (GOALS / "bughunt" / "given" / "stats.py").read_text()
     assert run_check(odd_only, {"stats.py": buggy}, "stats.py")["passed"]  # what it was
     failed = run_check(spec, {"stats.py": buggy}, "stats.py")
@@ -105,7 +150,7 @@ def test_a_rewrite_of_the_users_module_that_drops_a_function_fails():
     assert run_check(steps[0].done_when, {"stats.py": fixed}, "stats.py")["passed"]
 
 
-def kept_check(goal_text: str, given: str) -> dict:
+def kept_check(goal_text: str, given: str, criteria: GoalCriteria) -> dict:
     steps, errors = parse_plan(
         {"steps": [step("S1", "stats.py", action="coder")]},
         actions={"coder"},
@@ -113,6 +158,7 @@ def kept_check(goal_text: str, given: str) -> dict:
         goal=goal_text,
         files=["stats.py"],
         kept={"stats.py": given},
+        criteria=criteria,
     )
     assert errors == []
     return steps[0].done_when
@@ -120,7 +166,8 @@ def kept_check(goal_text: str, given: str) -> dict:
 
 def test_a_rewrite_that_changes_what_the_goal_says_to_keep_fails():
     # what the 1.5B wrote for bughunt at cbf988a: median fixed, mean's ValueError dropped
-    spec = kept_check(goal("bughunt"), (GOALS / "bughunt" / "given" / "stats.py").read_text())
+    given = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+    spec = kept_check(BUGHUNT, given, bughunt_criteria(keep=True))
     failed = run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")
     assert not failed["passed"]
     assert (
@@ -147,14 +194,18 @@ def test_a_kept_function_s_result_cannot_be_forged(forged):
         "def mean(xs: list[float]) -> float:\n"
         "    if not xs:\n        raise ValueError\n    return sum(xs) / len(xs)\n"
     )
-    spec = kept_check("Tidy stats.py; keep mean as it is.", given)
+    tidy = "Tidy stats.py; keep mean as it is."
+    keep = [NameCriterion(name="mean", quote="keep mean as it is")]
+    spec = kept_check(tidy, given, stated(tidy, "stats.py", keep=keep))
     assert run_check(spec, {"stats.py": given}, "stats.py")["passed"]
     assert not run_check(spec, {"stats.py": forged}, "stats.py")["passed"]
 
 
 def test_a_kept_function_whose_given_result_varies_is_not_compared_by_value():
     given = "import random\ndef pick(xs: list[int]) -> int:\n    return random.random()\n"
-    spec = kept_check("Add docstrings to stats.py; keep pick as it is.", given)
+    docstrings = "Add docstrings to stats.py; keep pick as it is."
+    keep = [NameCriterion(name="pick", quote="keep pick as it is")]
+    spec = kept_check(docstrings, given, stated(docstrings, "stats.py", keep=keep))
     assert run_check(spec, {"stats.py": "def pick(xs):\n    return 0.5\n"}, "stats.py")["passed"]
     raising = "def pick(xs):\n    raise KeyError(xs)\n"
     assert not run_check(spec, {"stats.py": raising}, "stats.py")["passed"]
@@ -170,7 +221,9 @@ def test_a_kept_function_whose_given_result_varies_is_not_compared_by_value():
     ],
 )
 def test_a_forged_result_does_not_meet_a_stated_example(source):
-    spec = floor_of("median([1, 2, 3, 4]) should be 2.5 in stats.py", "stats.py")
+    # the goal's example written as a literal: the floor reads it without criteria
+    spec = floor_of("Fix stats.py: median([1, 2, 3, 4]) == 2.5", "stats.py")
+    assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
     assert not run_check(spec, {"stats.py": source}, "stats.py")["passed"]
 
 
@@ -323,10 +376,27 @@ def test_an_all_check_s_parts_are_validated_in_the_step_s_scope():
     assert steps is None and any("checks[0]" in e and "test_a.py" in e for e in errors)
 
 
+REFACTOR = goal("refactor")
+SHARING = REFACTOR[REFACTOR.index("book_price") : REFACTOR.index(" Behaviour")]
+UNCHANGED = REFACTOR[REFACTOR.index("book_price") :]  # to "exactly what it returns today."
+
+
+def refactor_criteria() -> GoalCriteria:
+    """What the refactor goal states of pricing.py: both callers call discounted_total, the
+    code they share moves into it, and both callers return what they returned."""
+    callers = ("book_price", "music_price")
+    calls = [
+        CallCriterion(caller=c, callee="discounted_total", shares=True, quote=SHARING)
+        for c in callers
+    ]
+    keep = [NameCriterion(name=c, quote=UNCHANGED) for c in callers]
+    return stated(REFACTOR, "pricing.py", calls=calls, keep=keep)
+
+
 def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
     # what the 1.5B wrote for refactor at 2228483: music_price returns the unrounded
     # discounted_total(...) * 1.2, 10.799999999999999 where the given file returned 10.8
-    given, spec = users_module_floor("refactor", "pricing.py")
+    given, spec = users_module_floor("refactor", "pricing.py", refactor_criteria())
     shared = (
         "def discounted_total(price, quantity, member):\n    total = price * quantity\n"
         "    if member:\n        total = total - total * 0.10\n"
@@ -353,7 +423,7 @@ def test_a_refactor_that_drifts_a_float_or_skips_the_new_function_fails():
 def test_a_caller_that_lost_its_own_part_is_told_that_part_once():
     # d10 (2026-12-06): both callers became `return discounted_total(...)`; told five times
     # which music_price calls changed, the 1.5B never found the `* 1.2` it had dropped
-    _, spec = users_module_floor("refactor", "pricing.py")
+    _, spec = users_module_floor("refactor", "pricing.py", refactor_criteria())
     lost = (
         "def discounted_total(price, quantity, member):\n    total = price * quantity\n"
         "    if member:\n        total = total - total * 0.10\n"
@@ -404,8 +474,8 @@ def test_a_package_s_init_is_checked_as_the_package_a_user_imports():
         step("S2", "textkit/count.py", action="coder"),
         step("S3", "textkit/__init__.py", action="coder"),
     ]
-    steps, errors = parse_plan(
-        {"steps": plan}, actions={"coder"}, max_steps=5, goal=goal("package")
+    steps, errors = parse_plan(  # ordering the steps is a small model's repair
+        {"steps": plan}, actions={"coder"}, max_steps=5, goal=goal("package"), repairs=True
     )
     assert errors == [] and steps[2].depends_on == ["S1", "S2"]
     spec = steps[2].done_when
@@ -429,7 +499,7 @@ def test_a_package_s_init_is_checked_as_the_package_a_user_imports():
 def test_a_fix_that_changes_a_path_the_bug_does_not_take_fails():
     # what the 1.5B wrote for bughunt at c5d2c7c: the even branch fixed, the odd one broken
     # ("median([3, 1, 2])" returned 2.5): the run ended success, the hidden tests failed
-    given, spec = users_module_floor("bughunt", "stats.py")
+    given, spec = users_module_floor("bughunt", "stats.py", bughunt_criteria(fixes=True))
     even = "return (ordered[middle] + ordered[middle + 1]) / 2"
     fixed = given.replace(even, "return (ordered[middle - 1] + ordered[middle]) / 2")
     odd_broken = fixed.replace("return ordered[middle]\n", f"{even}\n")

@@ -278,3 +278,52 @@ def test_a_pause_of_a_goal_that_needs_no_answer_is_a_stop(tmp_path: Path) -> Non
     assert row["status"] == "awaiting_input" and row["escalated"]
     assert not row["passed"] and not row["false_success"]
     assert row["rounds"] >= 1
+
+
+# ------------------------------------------------------------------ the held-out set
+
+HELDOUT = {g.name: g for g in goals.load_goals(goal_set="heldout")}
+
+
+@pytest.fixture(scope="module")
+def heldout_spaces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("heldout")
+    return {name: goals.workspace(goal, base / name) for name, goal in HELDOUT.items()}
+
+
+def test_the_heldout_set_rewords_each_goal_twice_and_keeps_its_grading() -> None:
+    assert len(HELDOUT) == 16
+    assert sorted(HELDOUT) == sorted(f"{n}-{kind}" for n in GOALS for kind in ("reworded", "de"))
+    for name, goal in HELDOUT.items():
+        original = GOALS[goal.original]  # an existing original grader, by name
+        assert name.rpartition("-")[0] == goal.original
+        assert goal.home == original.folder and (goal.home / "grader.py").is_file()
+        assert not (goal.folder / "grader.py").exists()  # reused, never copied
+        assert goal.goal != original.goal
+        same = ("workload", "artifacts", "files", "databases", "search_corpus", "escalates")
+        assert [getattr(goal, k) for k in same] == [getattr(original, k) for k in same], name
+        assert (goal.answer is None) == (original.answer is None)
+        assert goal.answer is None or "eu-north-1" in goal.answer
+    # --set picks the set; the suite stays the default
+    assert goals.parse_args(["--model", "m:x"]).set == "goals"
+    assert goals.parse_args(["--model", "m:x", "--set", "heldout"]).set == "heldout"
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT))
+def test_each_heldout_goal_grades_like_its_original(
+    name: str, heldout_spaces: dict[str, Any]
+) -> None:
+    goal = HELDOUT[name]
+    results = None
+    if goal.search_corpus is not None:
+        corpus = json.loads(goal.search_corpus.read_text(encoding="utf-8"))
+        results = [local_search_tool(corpus).invoke(SEARCH_QUERY)]
+    ws = heldout_spaces[name]
+    good = goals.grade_files(
+        goal, dict(GOOD[goal.original]), ws, escalated=True, search_results=results
+    )
+    assert good[0], good[1]
+    bad = goals.grade_files(
+        goal, dict(BAD[goal.original][0]), ws, escalated=True, search_results=results
+    )
+    assert not bad[0] and bad[1], f"{name} passed a known-bad set: {bad[1]}"

@@ -95,27 +95,36 @@ def test_escalation_pauses_and_a_new_message_on_the_thread_resumes_it(tmp_path):
     assert "2024" in str(roles["planner"].calls[-1][-1].content)  # the answer reached the planner
 
 
-def test_a_goal_asking_the_user_first_pauses_before_any_plan_then_plans_with_the_answer(
+def test_a_goal_asking_the_user_first_pauses_before_the_plan_runs_then_plans_with_the_answer(
     tmp_path,
 ):
-    roles = models([{"steps": [step("S1", "notes.md")]}], [END])
-    graph, _ = sqlite_graph(tmp_path, roles)
     goal = "Write notes.md for the launch. Ask the user which date the launch is on first."
+    asks = {"text": "Which date?", "quote": "Ask the user which date the launch is on first."}
+    planned = {"steps": [step("S1", "notes.md")], "criteria": {"question": asks}}
+    roles = models([planned, {"steps": [step("S1", "notes.md")]}], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
     paused = run(graph, goal, context=ctx(), thread_id="t")
     assert paused["status"] == "awaiting_input" and paused["stop_reason"] == "question_first"
     assert "Ask the user which date the launch is on first." in paused["escalation"]["question"]
-    assert {role: len(m.calls) for role, m in roles.items()} == dict.fromkeys(roles, 0)
+    assert len(roles["planner"].calls) == 1  # the criteria came with the plan
+    assert all(len(m.calls) == 0 for r, m in roles.items() if r != "planner")
     assert not graph.get_state(thread_config("t")).values.get("plan")  # no step guessed
 
     done = resume(graph, "t", "the 9th of March", context=ctx())
     assert done["status"] == "success"
     plan = graph.get_state(thread_config("t")).values["plan"]
-    # the goal names its file: planned by code, and the step is told the answer
-    assert roles["planner"].calls == []
+    assert len(roles["planner"].calls) == 2  # planned again, with the answer
     assert [s["expected_output"] for s in plan["steps"]] == ["notes.md"]
-    assert "the 9th of March" in plan["steps"][0]["instructions"]
     goal_now = graph.get_state(thread_config("t")).values["goal"]
-    assert goal_now.startswith(goal) and "the 9th of March" in goal_now  # replans see it too
+    assert goal_now.startswith(goal) and "the 9th of March" in goal_now  # every step sees it
+
+
+def test_a_question_the_goal_does_not_ask_never_pauses(tmp_path):
+    asks = {"text": "Which date?", "quote": "Ask the user which date"}  # not in the goal
+    planned = {"steps": [step("S1", "notes.md")], "criteria": {"question": asks}}
+    graph, _ = sqlite_graph(tmp_path, models([planned], [END]))
+    result = run(graph, "Write notes.md for the launch on 9 March.", context=ctx(), thread_id="t")
+    assert result["status"] == "success"
 
 
 def _paused_on_depth_cap(tmp_path):

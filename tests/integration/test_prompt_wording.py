@@ -157,7 +157,8 @@ def test_per_step_scripts_and_a_rubric_judge_work_with_every_prompt_reworded(rew
     result = run(graph, "goal", context=ctx(), thread_id="t")
     conn.close()
     assert (result["status"], result["stop_reason"]) == ("success", "end")
-    assert result["usage"]["judge"]["calls"] == 1
+    # b.md's rubric, and a.md's: no program can judge prose, so the judge reads it too
+    assert result["usage"]["judge"]["calls"] == 2
 
 
 def test_an_invalid_plan_is_retried_then_escalated_with_every_prompt_reworded(reworded, tmp_path):
@@ -183,4 +184,5 @@ def test_a_run_over_the_openai_wire_succeeds_with_every_prompt_reworded(
         conn.close()
     assert (result["status"], result["stop_reason"]) == ("success", "end")
     assert result["usage"] == server.usage_by_role()
-    assert {a["role"] for a in server.answers} == {"planner", "researcher", "writer", "reflection"}
+    roles = {"planner", "researcher", "writer", "reflection", "judge"}  # the judge reads prose
+    assert {a["role"] for a in server.answers} == roles

@@ -1,6 +1,7 @@
-"""The evidence floor (agent/plan/floor.py): what a goal's text states of its artifacts, and
-which checks are raised to what a program can prove. Running the raised checks is in
-tests/integration/test_floor_checks.py."""
+"""The evidence floor (agent/plan/floor.py): the goal's criteria (its literals, and the
+criteria given as data) compiled into checks, and which checks are raised to what a program
+can prove. Reading the literals is in tests/unit/test_criteria.py; running more of the
+raised checks is in tests/integration/test_floor_checks.py."""
 
 from __future__ import annotations
 
@@ -11,18 +12,20 @@ import pytest
 
 from agent.checks import check_kinds, run_check, validate_check_spec
 from agent.checks.examples import shown_check
-from agent.checks.sql import READS, VALUES_FROM
-from agent.plan.floor import (
-    goal_calls,
-    goal_column_sources,
-    goal_examples,
-    goal_functions,
-    goal_json_keys,
-    goal_smoke_calls,
-    raise_to_floor,
-    stated_floor,
-    without_floor,
+from agent.checks.sql import READS
+from agent.plan.criteria import (
+    CallCriterion,
+    CountCriterion,
+    ExampleCriterion,
+    FileCriteria,
+    GoalCriteria,
+    NameCriterion,
+    OrderCriterion,
+    ValuesCriterion,
+    signatures,
+    verified,
 )
+from agent.plan.floor import raise_to_floor, smoke_calls, stated_floor, without_floor
 from agent.plan.steps import Step
 from agent.plan.validation import parse_plan as _parse_plan
 from tests.fakes import step
@@ -35,7 +38,7 @@ def parse_plan(*args, **kwargs):
     return _parse_plan(*args, repairs=True, **kwargs)
 
 
-def plan(*steps, goal="", databases=()):
+def plan(*steps, goal="", databases=(), criteria=None):
     parsed, errors = parse_plan(
         {"steps": list(steps)},
         actions=ACTIONS,
@@ -43,9 +46,15 @@ def plan(*steps, goal="", databases=()):
         goal=goal,
         databases=databases,
         files=(),
+        criteria=criteria,
     )
     assert errors == []
     return parsed
+
+
+def of(path: str, **stated) -> GoalCriteria:
+    """Criteria of one file, as the planner's (verified) or a human's answer give them."""
+    return GoalCriteria(files=[FileCriteria(path=path, **stated)])
 
 
 def stated(spec):
@@ -58,48 +67,6 @@ def stated(spec):
 
 
 # ------------------------------------------------------------------ what the goal states
-
-
-@pytest.mark.parametrize(
-    ("goal", "examples"),
-    [
-        ("median([1, 2, 3, 4]) should be 2.5 but it is wrong", [("median([1, 2, 3, 4])", "2.5")]),
-        ("slug('A b') must return 'a-b'.", [("slug('A b')", "'a-b'")]),
-        ("f(2)==4 and f(3) -> 9", [("f(2)", "4"), ("f(3)", "9")]),
-        (
-            "is_even(3) returns False; is_even(4) is True.",
-            [("is_even(3)", "False"), ("is_even(4)", "True")],
-        ),
-        ("parse(x=1, y=[2, 3]) gives {'x': 1}", [("parse(x=1, y=[2, 3])", "{'x': 1}")]),
-    ],
-)
-def test_examples_the_goal_states_are_found(goal, examples):
-    assert goal_examples(goal) == examples
-
-
-@pytest.mark.parametrize(
-    "goal",
-    [
-        "f(2) returns 5 today but should return 4",  # today's behaviour, and no call after
-        "area(r) returns the area",  # not a literal argument
-        "to_roman(n: int) -> str",  # a signature, not a call
-        "g(1) is 2. Later g(1) is 3.",  # two results for one call
-        "h(1) is wrong",  # no literal result
-        "len([1]) is 1",  # a builtin, not the artifact's function
-        "obj.area(2) is 4",  # a method
-        "f(1 should be 2",  # unbalanced
-    ],
-)
-def test_what_is_not_a_wanted_example_is_not_asserted(goal):
-    assert goal_examples(goal) == []
-
-
-def test_functions_are_the_calls_and_signatures_the_goal_writes():
-    goal = (
-        "Write roman.py with to_roman(n: int) -> str; it must not call print(x) or "
-        "str.join(a), and test_roman(x) is the tests' business. Use median ( of the list."
-    )
-    assert goal_functions(goal) == ["to_roman"]
 
 
 @pytest.mark.parametrize(
@@ -119,21 +86,7 @@ def test_functions_are_the_calls_and_signatures_the_goal_writes():
     ],
 )
 def test_smoke_calls_are_made_from_the_signatures_the_goal_writes(goal, calls):
-    assert goal_smoke_calls(goal) == calls
-
-
-def test_top_level_json_keys_are_the_least_nested_ones():
-    goal = (
-        'Write out.json: "items": a list of {"sku": string, "qty": integer}; '
-        '"total": a number; and "missing": the skus with qty 0.'
-    )
-    assert goal_json_keys(goal) == ["items", "total", "missing"]
-    assert goal_json_keys('{"service": "ledger", "region": <r>, "conf": {"a": 1}}') == [
-        "service",
-        "region",
-        "conf",
-    ]
-    assert goal_json_keys("Write out.json with the totals.") == []
+    assert smoke_calls(signatures(goal)) == calls
 
 
 # ------------------------------------------------------------------ which checks are raised
@@ -150,13 +103,13 @@ def test_top_level_json_keys_are_the_least_nested_ones():
     ],
 )
 def test_a_weak_check_on_a_module_gets_the_goal_s_names_and_examples(check):
-    goal = "Fix stats.py: median([1, 2, 3, 4]) should be 2.5; keep mean(xs) as it is."
+    goal = "Fix stats.py: median([1, 2, 3, 4]) == 2.5; keep mean(xs) as it is."
     (raised,) = plan(step("S1", "stats.py", action="coder", check=check), goal=goal)
     spec = raised.done_when
     assert spec["kind"] == "all" and spec["floor"] is True
     assert list(check_kinds(spec))[:2] == ["non_empty", "python"]
     assert stated(spec) == {
-        "defines": ["median", "mean"],
+        "defines": ["mean", "median"],  # the signature written, then the example's call
         "examples": ["median([1, 2, 3, 4]) == 2.5"],
     }
     assert validate_check_spec(spec) == []
@@ -176,7 +129,7 @@ def test_a_weak_check_on_a_module_gets_the_goal_s_names_and_examples(check):
 def test_a_check_that_runs_or_parses_the_artifact_is_the_planner_s_evidence(check):
     (kept,) = plan(step("S1", "x.py", action="coder", check=check), goal="Write x.py.")
     assert kept.done_when == check
-    (data,) = plan(step("S1", "x.json", check=check), goal="Write x.json: f(1) is 2")
+    (data,) = plan(step("S1", "x.json", check=check), goal="Write x.json: f(1) == 2")
     assert data.done_when == check  # the goal's calls are not a JSON file's business
 
 
@@ -188,7 +141,7 @@ def test_a_check_that_runs_or_parses_the_artifact_is_the_planner_s_evidence(chec
     ],
 )
 def test_what_the_goal_states_of_its_module_is_asserted_before_a_strong_check(check):
-    goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) == 2.5. Fix it in stats.py."
     steps = [
         step("S1", "test_stats.py", action="coder"),
         step("S2", "stats.py", action="coder", deps=("S1",), check=check),
@@ -199,6 +152,31 @@ def test_what_the_goal_states_of_its_module_is_asserted_before_a_strong_check(ch
     assert parts[2:] == [check] and without_floor(raised) == check
     once = plan(*steps, goal=goal)
     assert raise_to_floor(once, goal) == once  # raised once
+
+
+def test_an_example_the_criteria_state_in_words_is_asserted_like_a_literal_one():
+    # the goal's "should be" is the planner's to read, as a criterion quoting it
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
+    example = ExampleCriterion(
+        call="median([1, 2, 3, 4])", expected="2.5", quote="median([1, 2, 3, 4]) should be 2.5"
+    )
+    (words,) = plan(step("S1", "stats.py", action="coder"), goal=goal)
+    assert stated(words.done_when) == {"defines": [], "examples": []}
+    (raised,) = plan(
+        step("S1", "stats.py", action="coder"),
+        goal=goal,
+        criteria=of("stats.py", examples=[example]),
+    )
+    assert stated(raised.done_when) == {
+        "defines": ["median"],
+        "examples": ["median([1, 2, 3, 4]) == 2.5"],
+    }
+    buggy = "def median(v):\n    return sorted(v)[len(v) // 2]\n"
+    report = run_check(raised.done_when, {"stats.py": buggy}, "stats.py")
+    assert not report["passed"] and "median([1, 2, 3, 4]) returned 3" in report["evidence"]
+    fixed = "def median(v):\n    s = sorted(v)\n    n = len(s)\n"
+    fixed += "    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2\n"
+    assert run_check(raised.done_when, {"stats.py": fixed}, "stats.py")["passed"]
 
 
 def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
@@ -243,43 +221,23 @@ GENRES = (
 DB = ("chinook",)
 
 
-def test_a_column_the_goal_says_comes_from_a_table_is_checked_against_that_table():
-    # on the 1.5B a query returning the track's Name for the genre's passed (a false success)
-    (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB)
-    sources = [{"column": "Name", "table": "genre", "distinct": True}]
-    stated = {"kind": "sql", "db": "chinook", VALUES_FROM: sources, READS: ["tracks"]}
+COUNTED = of("top.sql", reads=[NameCriterion(name="tracks", quote="its number of tracks")])
+
+
+def test_a_table_the_criteria_say_the_query_counts_must_be_read():
+    # on the 1.5B a query counting the genre's rows for its tracks passed (a false success)
+    (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB, criteria=COUNTED)
+    stated = {"kind": "sql", "db": "chinook", READS: ["tracks"]}
     assert floor.done_when["checks"][1] == stated
-    # the planner's own sql check is strong: the goal's columns are asserted beside it
+    assert validate_check_spec(floor.done_when) == []
+    # the planner's own sql check is strong: the tables read are asserted beside it
     own = {"kind": "sql", "db": "chinook", "expect_rows": 3}
-    (strong,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB)
+    (strong,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB, criteria=COUNTED)
     parts = strong.done_when["checks"]
     assert stated in parts and own in parts
-    (plain,) = plan(step("S1", "top.sql", check=own), goal="Write top.sql.", databases=DB)
+    # without the criterion the goal's words state no table: the planner's check stands
+    (plain,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB)
     assert plain.done_when == own
-
-
-def test_the_goal_s_owned_columns_are_read_as_table_and_column():
-    goal = "List each customer's Email and the artist\u2019s Name (not the user's guess)."
-    assert goal_column_sources(goal) == [
-        {"column": "Email", "table": "customer"},
-        {"column": "Name", "table": "artist"},
-        {"column": "guess", "table": "user"},  # the database tells, when the check runs
-    ]
-
-
-@pytest.mark.parametrize(
-    ("goal", "distinct"),
-    [
-        ("the genre's Name for the 3 genres with the most tracks", True),
-        ("the genre's Name and its track count, per genre", True),
-        ("the top 5 genres: the genre's Name", True),
-        ("each track's Name with its genre's Name", False),  # one row per track
-        ("the genre's Name of every track", False),
-    ],
-)
-def test_one_row_per_table_row_is_read_where_the_goal_asks_for_it(goal, distinct):
-    genre = next(s for s in goal_column_sources(goal) if s["table"] == "genre")
-    assert genre.get("distinct", False) is distinct
 
 
 def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
@@ -304,7 +262,7 @@ def test_raising_is_idempotent_and_a_replan_sees_the_planner_s_check():
 
 
 def test_a_prompt_shows_what_the_floor_asserts_not_its_program():
-    goal = "Fix stats.py: median([1, 2, 3, 4]) should be 2.5."
+    goal = "Fix stats.py: median([1, 2, 3, 4]) == 2.5."
     (raised,) = plan(step("S1", "stats.py", action="coder"), goal=goal)
     shown = shown_check(raised.done_when)
     assert shown == {
@@ -322,7 +280,7 @@ def test_a_prompt_shows_what_the_floor_asserts_not_its_program():
 
 
 def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
-    goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) == 2.5. Fix it in stats.py."
     kept = {"stats.py": "def mean(v): ...\ndef median(v): ...\n"}
     steps = [step("S1", "stats.py", action="coder", check={"kind": "python", "code": "pass"})]
     parsed, errors = parse_plan(
@@ -344,21 +302,30 @@ def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
 
 
 @pytest.mark.parametrize(
-    ("goal", "paths"),
+    ("fixes", "paths"),
     [
         (
-            "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py.",
+            [NameCriterion(name="median", quote="stats.py has a bug: median")],
             ["median([])", "median([2.5])"],
         ),
         # no bug to fix: the goal changes what median does, not only where it was wrong
-        ("In stats.py, make median([1, 2, 3, 4]) return 2 (the lower middle).", []),
+        ([], []),
+        # a fix of a function the stated examples do not call: no path is known
+        ([NameCriterion(name="mean", quote="mean")], []),
     ],
 )
-def test_a_fix_keeps_the_fixed_function_s_other_paths_only_when_the_goal_fixes(goal, paths):
-    kept = {"stats.py": "def median(v: list[float]) -> float:\n    return v[0]\n"}
+def test_a_fix_keeps_the_fixed_function_s_other_paths_only_when_the_criteria_fix_it(fixes, paths):
+    goal = "stats.py has a bug: median([1, 2, 3, 4]) == 2.5. Fix it in stats.py."
+    given = "def median(v: list[float]) -> float:\n    return v[0]\n\n\ndef mean(v): ...\n"
     steps = [step("S1", "stats.py", action="coder")]
     parsed, errors = parse_plan(
-        {"steps": steps}, actions=ACTIONS, max_steps=5, goal=goal, files=["stats.py"], kept=kept
+        {"steps": steps},
+        actions=ACTIONS,
+        max_steps=5,
+        goal=goal,
+        files=["stats.py"],
+        kept={"stats.py": given},
+        criteria=of("stats.py", fixes=fixes),
     )
     assert errors == []
     stated = parsed[0].done_when["checks"][1]["stated"]
@@ -384,36 +351,69 @@ CITING = (
 )
 
 
+CITES = of("report.md", citations=CountCriterion(least=2, quote="cite at least 2 of them"))
+
+
 @pytest.mark.parametrize("check", [{"kind": "exists"}, {"kind": "non_empty"}])
-def test_a_report_the_goal_asks_to_cite_must_cite_what_the_tools_returned(check):
-    (raised,) = plan(step("S1", "report.md", action="writer", check=check), goal=CITING)
-    assert {"kind": "citations", "min": 2} in raised.done_when["checks"]
-    assert "citations" in check_kinds(raised.done_when)
+def test_a_report_the_criteria_ask_to_cite_must_cite_what_the_tools_returned(check):
+    (raised,) = plan(
+        step("S1", "report.md", action="writer", check=check), goal=CITING, criteria=CITES
+    )
+    parts = raised.done_when["checks"]
+    assert {"kind": "citations", "min": 2} in parts
+    assert [p["kind"] for p in parts][:2] == ["non_empty", "citations"]
+    assert parts[-1]["kind"] == "rubric"  # prose is judged too
+    assert validate_check_spec(raised.done_when) == []
+
+
+@pytest.mark.parametrize(("least", "shown"), [(3, 3), (1, 1), (0, 1)])
+def test_the_least_number_of_citations_is_the_one_the_criteria_state_and_at_least_one(least, shown):
+    criteria = of("notes.md", citations=CountCriterion(least=least, quote="cite"))
+    (raised,) = plan(
+        step("S1", "notes.md", action="writer", check={"kind": "exists"}),
+        goal="Write notes.md and cite your sources.",
+        criteria=criteria,
+    )
+    assert {"kind": "citations", "min": shown} in raised.done_when["checks"]
 
 
 @pytest.mark.parametrize(
-    ("goal", "least"),
+    ("path", "goal", "criteria"),
     [
-        ("Write notes.md and cite your sources.", 1),
-        ("Write notes.md; cite at least three sources.", 3),
-        ("Write notes.md citing no fewer than 4 papers.", 4),
+        ("report.md", CITING, None),  # the words alone ask for nothing
+        ("report.md", "Write report.md: a short summary of HNSW.", None),
+        ("notes.md", CITING, CITES),  # the criteria are another file's
     ],
 )
-def test_the_least_number_of_citations_is_the_one_the_goal_states(goal, least):
-    (raised,) = plan(step("S1", "notes.md", action="writer", check={"kind": "exists"}), goal=goal)
-    assert {"kind": "citations", "min": least} in raised.done_when["checks"]
+def test_a_document_without_citations_in_its_criteria_is_judged_by_rubric_only(
+    path, goal, criteria
+):
+    (kept,) = plan(
+        step("S1", path, action="writer", check={"kind": "exists"}), goal=goal, criteria=criteria
+    )
+    assert list(check_kinds(kept.done_when)) == ["non_empty", "rubric"]
 
 
-@pytest.mark.parametrize(
-    ("path", "goal"),
-    [
-        ("report.md", "Write report.md: a short summary of HNSW."),  # no citations asked
-        ("notes.md", CITING),  # a document the goal does not name
-    ],
-)
-def test_a_document_without_asked_citations_keeps_the_planner_s_check(path, goal):
-    (kept,) = plan(step("S1", path, action="writer", check={"kind": "exists"}), goal=goal)
-    assert "citations" not in check_kinds(kept.done_when)
+def test_a_markdown_document_must_have_the_sections_its_criteria_name():
+    sections = [NameCriterion(name=n, quote=n) for n in ("Summary", "Sources")]
+    (raised,) = plan(
+        step("S1", "report.md", action="writer"),
+        goal="Write report.md with a Summary and Sources.",
+        criteria=of("report.md", sections=sections),
+    )
+    spec = raised.done_when
+    assert list(check_kinds(spec)) == ["non_empty", "regex", "regex", "rubric"]
+    floor = {"kind": "all", "checks": spec["checks"][:3]}  # the rubric needs a judge
+    right = "# Report\n\n## Summary\n\nHNSW.\n\n## Sources\n\n- a\n"
+    assert run_check(floor, {"report.md": right}, "report.md")["passed"]
+    prose = "# Report\n\nIn summary, HNSW. Sources: a.\n"
+    assert not run_check(floor, {"report.md": prose}, "report.md")["passed"]
+    (text,) = plan(
+        step("S1", "report.txt", action="writer"),
+        goal="Write report.txt with a Summary and Sources.",
+        criteria=of("report.txt", sections=sections),
+    )
+    assert {"kind": "contains", "all": ["Summary", "Sources"]} in text.done_when["checks"]
 
 
 TWO_MODULES = (
@@ -422,19 +422,31 @@ TWO_MODULES = (
 )
 
 
-def two_modules(goal: str = TWO_MODULES) -> tuple[Any, Any]:
+USES = GoalCriteria(
+    files=[
+        FileCriteria(path="pkg/a.py", uses=[NameCriterion(name="g", quote="must use g")]),
+        FileCriteria(path="pkg/b.py", uses=[NameCriterion(name="f", quote="must use f")]),
+    ]
+)
+
+
+def two_modules(goal: str = TWO_MODULES, criteria: GoalCriteria | None = USES) -> tuple[Any, Any]:
     """The plan of a package whose two modules use each other's functions."""
     a, b = plan(
         step("S1", "pkg/a.py", action="coder"),
         step("S2", "pkg/b.py", action="coder"),
         goal=goal,
+        criteria=criteria,
     )
     return a, b
 
 
-def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
+def test_a_module_that_cannot_run_yet_must_use_what_its_criteria_say():
     a, b = two_modules()
+    # uses: the criteria's; defines: the signature its part of the goal writes
     assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
+    plain, _ = two_modules(criteria=None)
+    assert plain.done_when["checks"][1] == {"kind": "syntax", "defines": ["f"]}
     report = run_check(a.done_when, {"pkg/a.py": "def f(t):\n    return t\n"}, "pkg/a.py")
     assert not report["passed"] and "g" in report["evidence"]
     # the plan's other module runs after it, and its check runs the package
@@ -446,7 +458,7 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_part_of_the_goal_says():
     assert not report["passed"] and "h is not defined" in report["evidence"]
 
 
-def test_a_module_that_runs_after_its_siblings_must_still_use_what_the_goal_says():
+def test_a_module_that_runs_after_its_siblings_must_still_use_what_its_criteria_say():
     # on the 1.5B, textkit/count.py split words itself, never calling split_words: it ran,
     # defined its functions and passed, and the run ended success (a false success)
     _, b = two_modules()
@@ -483,40 +495,44 @@ PRICING = (
 )
 
 
+REFACTOR = (
+    "Refactor pricing.py: move the shared product into one function base(p, q) and make "
+    "both book_price and music_price call it. Behaviour must not change."
+)
+BOTH_CALL = [
+    CallCriterion(caller=c, callee="base", quote="both book_price and music_price call it")
+    for c in ("book_price", "music_price")
+]
+
+
 @pytest.mark.parametrize(
-    ("goal", "pairs"),
+    ("calls", "pairs"),
     [
-        (
-            "Refactor pricing.py: book_price and music_price repeat the discount. Move it into "
-            "one function discounted_total(price, quantity, member) and make both functions "
-            "call it.",
-            [("book_price", "discounted_total"), ("music_price", "discounted_total")],
-        ),
-        (
-            "Add a helper base(p, q) to pricing.py and use it in book_price; keep tax as it is.",
-            [("book_price", "base")],
-        ),
-        ("Make book_price call base(p, q), a new helper.", [("book_price", "base")]),
-        # no new function, or nothing said about calling it: no pair
-        ("Fix music_price in pricing.py: make it call tax.", []),
-        ("Add a function total(p) to pricing.py.", []),
+        (BOTH_CALL, ["book_price calls base", "music_price calls base"]),
+        # a callee the given file defines already is not the refactor's new function
+        ([CallCriterion(caller="music_price", callee="tax", quote="call tax")], []),
+        # a caller the given file does not define is not the user's to keep calling it
+        ([CallCriterion(caller="film_price", callee="base", quote="call base")], []),
+        ([CallCriterion(caller="base", callee="base", quote="base")], []),
     ],
 )
-def test_a_refactor_s_new_function_must_be_called_where_the_goal_says(goal, pairs):
-    assert goal_calls(goal, PRICING) == pairs
-    assert goal_calls(goal, "") == []  # no user's module: nothing to refactor
-
-
-def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour(tmp_path):
-
-    goal = (
-        "Refactor pricing.py: move the shared product into one function base(p, q) and make "
-        "both book_price and music_price call it. Behaviour must not change."
-    )
+def test_a_call_criterion_is_asserted_for_a_given_function_calling_a_new_one(calls, pairs):
     step = Step(
         step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
     )
-    spec = stated_floor(step, [step], goal, kept={"pricing.py": PRICING})
+    criteria = of("pricing.py", calls=calls)
+    spec = stated_floor(step, [step], REFACTOR, criteria, kept={"pricing.py": PRICING})
+    assert spec is not None and spec["stated"].get("calls", []) == pairs
+    assert spec.get("calls", []) == [p.split(" calls ") for p in pairs]
+    assert stated_floor(step, [step], REFACTOR, criteria) is None  # no user's module
+
+
+def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour():
+    step = Step(
+        step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
+    )
+    criteria = of("pricing.py", calls=BOTH_CALL)
+    spec = stated_floor(step, [step], REFACTOR, criteria, kept={"pricing.py": PRICING})
     assert spec is not None and spec["stated"]["calls"] == [
         "book_price calls base",
         "music_price calls base",
@@ -602,11 +618,25 @@ def test_a_refactor_s_new_function_computes_what_its_callers_shared():
     goals = Path(__file__).parents[2] / "bench" / "goals" / "refactor"
     goal = json.loads((goals / "goal.json").read_text())["goal"]
     given = (goals / "given" / "pricing.py").read_text()
+    quote = goal[goal.index("book_price and") : goal.index("call it.") + len("call it")]
+    calls = [
+        CallCriterion(caller=c, callee="discounted_total", shares=True, quote=quote)
+        for c in ("book_price", "music_price")
+    ]
+    # "Behaviour must not change": both callers kept, quoted with the words naming them
+    whole = goal[goal.index("book_price and") :]
+    keep = [NameCriterion(name=n, quote=whole) for n in ("book_price", "music_price")]
+    criteria, dropped = verified(of("pricing.py", calls=calls, keep=keep), goal)
+    assert dropped == []  # the planner's criteria, as it quotes the goal
     step = Step(
         step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
     )
-    spec = stated_floor(step, [step], goal, kept={"pricing.py": given})
+    spec = stated_floor(step, [step], goal, criteria, kept={"pricing.py": given})
     assert spec is not None and spec["stated"]["returns_as_the_shared_code"]
+    unshared = of("pricing.py", calls=[c.model_copy(update={"shares": False}) for c in calls])
+    assert spec["stated"]["ends_as_in_the_given_file"]  # the kept callers are probed
+    plain = stated_floor(step, [step], goal, unshared, kept={"pricing.py": given})
+    assert plain is not None and "returns_as_the_shared_code" not in plain["stated"]
     done = (
         "def discounted_total(price, quantity, member):\n"
         "    total = price * quantity * (0.9 if member else 1)\n"  # rearranged: equal enough
@@ -689,30 +719,18 @@ def test_a_program_is_told_the_schema_s_own_keywords_in_words():
         'Write inventory.json: "items": a list of {"sku": string, "qty": integer}, sorted by '
         'sku, and "out_of_stock": the list of skus whose qty is 0. SKUs: A-100, B-2.'
     )
-    (one,) = plan(step("S1", "inventory.json"), goal=goal)
+    criteria = of(
+        "inventory.json",
+        sorted_by=[OrderCriterion(key="sku", quote="sorted by sku")],
+        values_of=[ValuesCriterion(key="out_of_stock", of="sku", quote='"out_of_stock": the list')],
+    )
+    (one,) = plan(step("S1", "inventory.json"), goal=goal, criteria=criteria)
     listed = checks_listed(one.done_when)
     assert "x-" not in listed
     said = [line[4:] for line in listed.splitlines() if line.startswith("  - ")]
     assert 'every list of objects with "sku" is sorted by it, ascending' in said
     assert any('"sku"' in line and '"qty"' in line for line in said)
     assert '"out_of_stock" lists "sku" values, not whole objects' in said
-
-
-@pytest.mark.parametrize(
-    ("goal", "counted"),
-    [
-        ("the genre's Name and its number of tracks", ["tracks"]),
-        (
-            "how many invoices each customer has, and the count of their lines",
-            ["invoices", "lines"],
-        ),
-        ("the 3 genres with the most tracks", []),
-    ],
-)
-def test_the_tables_a_goal_counts_are_read(goal, counted):
-    from agent.plan.floor import goal_counted_tables
-
-    assert goal_counted_tables(goal) == counted
 
 
 def test_a_planner_s_pattern_over_json_text_gives_way_to_the_floor():

@@ -68,3 +68,10 @@ def test_a_loop_is_fresh_first_only_when_the_profile_allows_and_drafts_remain():
 
 def test_nothing_is_learnt_by_the_process():
     assert not [n for n in dir(habits) if n.isupper() and n not in ("FLAT_REVISIONS",)]
+
+
+def test_every_profile_choice_names_a_profile_and_every_profile_is_a_choice():
+    from agent.models.profiles import AUTO, PROFILES
+    from agent.vocabulary import ProfileChoice
+
+    assert {str(c) for c in ProfileChoice} == {AUTO, *PROFILES}

@@ -1,6 +1,6 @@
-"""What a step rewriting the user's module must keep (agent/plan/kept.py): which functions the
-goal says to keep as they are, the calls that compare them with the given file, and when
-the given file can be the reference at all."""
+"""What a step rewriting the user's module must keep (agent/plan/kept.py): the functions the
+goal's criteria keep as they are, the calls that compare them with the given file, when the
+given file can be the reference at all, and a refactor's shared code."""
 
 from __future__ import annotations
 
@@ -9,18 +9,27 @@ from pathlib import Path
 
 import pytest
 
+from agent.checks import run_check
+from agent.plan.criteria import (
+    ExampleCriterion,
+    FileCriteria,
+    GoalCriteria,
+    NameCriterion,
+    verified,
+)
+from agent.plan.floor import stated_floor
 from agent.plan.kept import (
     MAX_GIVEN_CHARS,
     MAX_PROBES,
+    caller_rests,
     comparable,
-    kept_functions,
     probe_calls,
     public_names,
     shared_code,
 )
+from agent.plan.steps import Step
 
 GOALS = Path(__file__).parents[2] / "bench" / "goals"
-NAMES = ["mean", "median", "mode"]
 
 
 def test_public_names_are_the_top_level_functions_and_classes():
@@ -28,45 +37,65 @@ def test_public_names_are_the_top_level_functions_and_classes():
     assert public_names(source) == ["mean", "Stats"] and public_names("def (:") == []
 
 
-@pytest.mark.parametrize(
-    ("goal", "kept"),
-    [
-        ("Fix median in stats.py; keep mean as it is.", ["mean"]),
-        ("Fix median but leave mean unchanged.", ["mean"]),
-        ("Fix median. Do not change mean or mode.", ["mean", "mode"]),
-        ("median is wrong for even lists; mean stays unchanged.", ["mean"]),
-        ("Fix median so that mean is unchanged", ["mean"]),
-        ("Fix median; keep the rest of the file as it is.", ["mean", "mode"]),
-        ("Fix median, keep mean and everything else intact.", ["mean", "mode"]),
-        ("Preserve mean; median([1, 2]) should be 1.5.", ["mean"]),
-        ("Fix median, but keep mean, mode and the rest as they are.", ["mean", "mode"]),
-        ("Fix median, mean unchanged.", ["mean"]),
-        # the one to fix is never kept, whatever the clause around it says
-        ("Keep median working but fix median([1, 2]) to return 1.5.", []),
-        ("Fix median and mean.", []),
-        ("Rewrite stats.py faster.", []),
-        ("Keep it simple: fix median.", []),  # "keep" names no function here
-        # the whole behaviour kept: every name, the ones the goal names too
-        ("Refactor mean and median. Behaviour must not change.", NAMES),
-        ("Tidy stats.py without changing its behaviour.", NAMES),
-        ("Split median into helpers; the behaviour stays the same.", NAMES),
-        ("Refactor median, keeping the existing behaviour.", NAMES),
-        # a qualified behaviour clause is not the whole module's
-        ("Fix median. Behaviour must not change for odd lists.", []),
-    ],
+BUGHUNT = json.loads((GOALS / "bughunt" / "goal.json").read_text())["goal"]
+STATS = (GOALS / "bughunt" / "given" / "stats.py").read_text()
+FIXED = STATS.replace(
+    "ordered[middle] + ordered[middle + 1]", "ordered[middle - 1] + ordered[middle]"
 )
-def test_the_functions_a_goal_says_to_keep(goal, kept):
-    assert kept_functions(goal, NAMES) == kept
 
 
-def test_the_bughunt_goal_keeps_mean():
-    goal = json.loads((GOALS / "bughunt" / "goal.json").read_text())["goal"]
-    assert kept_functions(goal, ["mean", "median"]) == ["mean"]
+def bughunt_criteria(*keep: str) -> GoalCriteria:
+    """The bughunt goal's criteria of stats.py as a planner states them."""
+    criteria = GoalCriteria(
+        files=[
+            FileCriteria(
+                path="stats.py",
+                examples=[
+                    ExampleCriterion(
+                        call="median([1, 2, 3, 4])",
+                        expected="2.5",
+                        quote="median([1, 2, 3, 4]) should be 2.5",
+                    )
+                ],
+                keep=[NameCriterion(name=n, quote="keep mean and the rest") for n in keep],
+            )
+        ]
+    )
+    return criteria
 
 
-def test_the_refactor_goal_keeps_both_functions_it_names():
-    goal = json.loads((GOALS / "refactor" / "goal.json").read_text())["goal"]
-    assert kept_functions(goal, ["book_price", "music_price"]) == ["book_price", "music_price"]
+def bughunt_floor(*keep: str) -> dict:
+    """The floor of the bughunt goal's stats.py, with its criteria."""
+    step = Step(step_id="S1", action="coder", instructions="Fix.", expected_output="stats.py")
+    criteria = bughunt_criteria(*keep)
+    spec = stated_floor(step, [step], BUGHUNT, criteria, kept={"stats.py": STATS})
+    assert spec is not None
+    return spec
+
+
+def test_a_function_the_criteria_keep_ends_as_it_did_in_the_given_file():
+    """On the 1.5B a fixed stats.py dropped the ValueError mean raised for no values."""
+    assert verified(bughunt_criteria("mean"), BUGHUNT)[1] == []  # each quotes the goal
+    spec = bughunt_floor("mean")
+    assert spec["stated"]["ends_as_in_the_given_file"][:2] == ["mean([])", "mean([2.5])"]
+    assert run_check(spec, {"stats.py": FIXED}, "stats.py")["passed"]
+    lenient = FIXED.replace('raise ValueError("mean of no values")', "return 0.0")
+    report = run_check(spec, {"stats.py": lenient}, "stats.py")
+    assert not report["passed"] and "mean([])" in report["evidence"]
+    report = run_check(spec, {"stats.py": STATS}, "stats.py")  # the bug itself
+    assert not report["passed"] and "median([1, 2, 3, 4])" in report["evidence"]
+
+
+def test_without_a_keep_criterion_no_function_is_compared_with_the_given_file():
+    spec = bughunt_floor()
+    assert "ends_as_in_the_given_file" not in spec["stated"]
+    lenient = FIXED.replace('raise ValueError("mean of no values")', "return 0.0")
+    assert run_check(spec, {"stats.py": lenient}, "stats.py")["passed"]
+
+
+def test_a_kept_name_the_given_file_does_not_define_is_not_probed():
+    spec = bughunt_floor("mode")
+    assert "ends_as_in_the_given_file" not in spec["stated"]
 
 
 def test_probe_calls_follow_the_signature_edge_values_first():
@@ -145,10 +174,7 @@ SHARING = (
     "        total = total * 0.9\n"
     "    return round(total * 1.2, 2)\n"
 )
-MOVE = (
-    "Move the shared part of book_price and music_price into "
-    "discounted_total(price, quantity, member)."
-)
+MOVES = True  # the goal's criterion: the callers' shared code moves into the new function
 
 
 def _signature(source: str):
@@ -159,47 +185,50 @@ def _signature(source: str):
 
 def test_the_shared_code_of_a_refactor_s_callers_is_the_new_function_s_reference():
     new = _signature("def discounted_total(price, quantity, member)")
-    source = shared_code(MOVE, SHARING, new, ["book_price", "music_price"])
+    source = shared_code(MOVES, SHARING, new, ["book_price", "music_price"])
     namespace: dict = {}
     exec(compile(source, "shared", "exec"), namespace)
     assert namespace["discounted_total"](10.0, 3, True) == 10.0 * 3 * 0.9  # not rounded
     assert "price: float" in source  # the callers' annotations, for the probes
+    rests = caller_rests(MOVES, SHARING, new, ["book_price", "music_price"])
+    assert rests == {
+        "book_price": "return round(total, 2)",
+        "music_price": "return round(total * 1.2, 2)",
+    }
 
 
 @pytest.mark.parametrize(
-    ("goal", "signature", "callers"),
+    ("shares", "signature", "callers"),
     [
-        # the goal does not move shared code
-        (
-            "Add discounted_total(price, quantity, member).",
-            "discounted_total(price, quantity, member)",
-            ["book_price", "music_price"],
-        ),
+        # the criteria do not move shared code
+        (False, "discounted_total(price, quantity, member)", ["book_price", "music_price"]),
         # other parameters than the callers': which of them is which is not known
-        (MOVE, "discounted_total(total, member)", ["book_price", "music_price"]),
+        (MOVES, "discounted_total(total, member)", ["book_price", "music_price"]),
         # one caller shares nothing with itself
-        (MOVE, "discounted_total(price, quantity, member)", ["book_price"]),
+        (MOVES, "discounted_total(price, quantity, member)", ["book_price"]),
         # a caller the given file does not define
-        (MOVE, "discounted_total(price, quantity, member)", ["book_price", "film_price"]),
+        (MOVES, "discounted_total(price, quantity, member)", ["book_price", "film_price"]),
     ],
 )
-def test_no_shared_reference_when_the_goal_or_the_code_does_not_say_what_it_is(
-    goal, signature, callers
+def test_no_shared_reference_when_the_criteria_or_the_code_do_not_say_what_it_is(
+    shares, signature, callers
 ):
-    assert shared_code(goal, SHARING, _signature(f"def {signature}"), callers) == ""
+    new = _signature(f"def {signature}")
+    assert shared_code(shares, SHARING, new, callers) == ""
+    assert caller_rests(shares, SHARING, new, callers) == {}
 
 
 def test_no_shared_reference_when_the_callers_share_no_value():
     new = _signature("def check(x)")
     differ = "def a(x):\n    return x + 1\n\n\ndef b(x):\n    return x + 2\n"
-    assert shared_code(MOVE, differ, new, ["a", "b"]) == ""
+    assert shared_code(MOVES, differ, new, ["a", "b"]) == ""
     returns = (
         "def a(x):\n    if x:\n        return 1\n    y = 2\n    return y\n\n\n"
         "def b(x):\n    if x:\n        return 1\n    y = 2\n    return y + 1\n"
     )
-    assert shared_code(MOVE, returns, new, ["a", "b"]) == ""  # the shared part returns
+    assert shared_code(MOVES, returns, new, ["a", "b"]) == ""  # the shared part returns
     two = (
         "def a(x):\n    y = x\n    z = x\n    return y + z\n\n\n"
         "def b(x):\n    y = x\n    z = x\n    return y * z\n"
     )
-    assert shared_code(MOVE, two, new, ["a", "b"]) == ""  # two values carried: which one?
+    assert shared_code(MOVES, two, new, ["a", "b"]) == ""  # two values carried: which one?

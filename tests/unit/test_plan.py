@@ -121,3 +121,19 @@ def test_an_action_outside_the_schema_is_still_refused_with_advice():
     )
     steps, errors = parse_plan(draft, actions={"coder"}, max_steps=5)
     assert steps is None and any("unknown action 'shell'" in e for e in errors)
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Write stats.py. " + " == ".join(f"f({i})" for i in range(3000)),  # ~27 KB of calls
+        "Write a.py with " + "(" * 50_000,  # parentheses that never close
+        "Write notes.md. " + "x" * 100_000,  # a huge goal given as one word
+        'Write data.json: {"k": ' * 5_000,  # keys that never close
+    ],
+)
+def test_a_huge_or_hostile_goal_is_planned_without_an_error(goal):
+    first = goal.split()[1].rstrip(".:")
+    plan = [{"step_id": "S1", "action": "coder", "instructions": "do it", "expected_output": first}]
+    steps, errors = _parse_plan({"steps": plan}, actions=ACTIONS, max_steps=5, goal=goal)
+    assert errors == [] and steps is not None and steps[0].expected_output == first

@@ -1,15 +1,40 @@
-"""The orders a goal states of its JSON lists ("sorted by sku"), from the goal to the floor's
-``json_schema`` check (``x-sortedBy``) and judged on the document."""
+"""What the criteria state of a JSON file (its lists' orders, its items' keys, its value
+lists, its spellings), compiled into the floor's ``json_schema`` check (``x-sortedBy``,
+``x-hasKeys``, ``x-valuesOf``, ``x-spelled``) and judged on the document."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from agent.checks import run_check
-from agent.plan.floor import floor_check, goal_sort_orders
+from agent.plan.criteria import (
+    FileCriteria,
+    GoalCriteria,
+    NameCriterion,
+    OrderCriterion,
+    ValuesCriterion,
+    literal_criteria,
+    merged,
+)
+from agent.plan.floor import floor_check
+from agent.plan.needs import named_files
 from agent.plan.steps import Step
+
+INVENTORY = "inventory.json"
+STEP = Step(step_id="S1", action="coder", instructions="w", expected_output=INVENTORY)
+
+
+def json_floor(goal: str, **stated) -> dict:
+    """The floor of inventory.json: the goal's literals and the criteria ``stated``."""
+    given = GoalCriteria(files=[FileCriteria(path=INVENTORY, **stated)])
+    criteria = merged(literal_criteria(goal, named_files(goal)), given)
+    spec = floor_check(STEP, [STEP], goal, criteria)
+    assert spec is not None and spec["kind"] == "json_schema"
+    return spec
+
+
+def judged_file(spec: dict, doc) -> dict:
+    return run_check(spec, {INVENTORY: json.dumps(doc)}, INVENTORY)
 
 
 def orders_check(*orders):
@@ -19,20 +44,6 @@ def orders_check(*orders):
 
 def judged(doc, *orders):
     return run_check(orders_check(*orders), {"a.json": json.dumps(doc)}, "a.json")
-
-
-@pytest.mark.parametrize(
-    ("goal", "orders"),
-    [
-        ("a list of items sorted by sku; the total", [("sku", False)]),
-        ('rows ordered by "price", highest first', [("price", True)]),
-        ("sorted by the name (descending), then sorted by name again", [("name", True)]),
-        ("ordered by `year` in decreasing order", [("year", True)]),
-        ("a sorted list of the skus", []),
-    ],
-)
-def test_the_goal_s_stated_orders(goal, orders):
-    assert goal_sort_orders(goal) == orders
 
 
 def test_a_list_out_of_the_stated_order_fails_with_its_values_quoted():
@@ -56,18 +67,31 @@ def test_sorted_lists_nested_or_descending_pass_and_lists_without_the_key_are_le
     assert judged([{"n": "b"}, {"n": 1}], ("n", False))["passed"]  # not one comparable type
 
 
-def test_the_json_floor_carries_the_goal_s_order():
+def test_the_json_floor_carries_the_order_the_criteria_state():
     goal = 'Write inventory.json: "items": a list of {"sku": ..}, sorted by sku; "total": a number.'
-    step = Step(
-        step_id="S1",
-        depends_on=[],
-        action="coder",
-        instructions="x",
-        expected_output="inventory.json",
-    )
-    schema = floor_check(step, [step], goal)["schema"]
-    assert schema["x-sortedBy"] == [{"key": "sku", "descending": False}]
-    assert schema["anyOf"][0]["required"] == ["items", "total"]
+    order = OrderCriterion(key="sku", quote="sorted by sku")
+    spec = json_floor(goal, sorted_by=[order])
+    assert spec["schema"]["x-sortedBy"] == [{"key": "sku", "descending": False}]
+    assert spec["schema"]["anyOf"][0]["required"] == ["items", "total"]  # the goal's literals
+    doc = {"items": [{"sku": "B"}, {"sku": "A"}], "total": 2}
+    report = judged_file(spec, doc)
+    assert not report["passed"] and "not sorted by 'sku'" in report["evidence"]
+    assert judged_file(spec, {**doc, "items": doc["items"][::-1]})["passed"]
+
+
+def test_a_descending_order_is_judged_descending():
+    order = OrderCriterion(key="price", descending=True, quote="highest first")
+    spec = json_floor("Write inventory.json.", sorted_by=[order])
+    assert spec["schema"]["x-sortedBy"] == [{"key": "price", "descending": True}]
+    assert judged_file(spec, [{"price": 3}, {"price": 1}])["passed"]
+    assert not judged_file(spec, [{"price": 1}, {"price": 3}])["passed"]
+
+
+def test_without_criteria_the_json_floor_states_no_order():
+    goal = 'Write inventory.json: "items": a list of {"sku": ..}, sorted by sku.'
+    spec = json_floor(goal)
+    assert "x-sortedBy" not in spec["schema"]  # the words alone state nothing
+    assert judged_file(spec, {"items": [{"sku": "B"}, {"sku": "A"}]})["passed"]
 
 
 def test_the_keys_the_goal_spells_inside_its_objects_must_be_somewhere_in_the_document():
@@ -75,7 +99,7 @@ def test_the_keys_the_goal_spells_inside_its_objects_must_be_somewhere_in_the_do
     step = Step(
         step_id="S1", depends_on=[], action="coder", instructions="x", expected_output="a.json"
     )
-    spec = floor_check(step, [step], goal)
+    spec = floor_check(step, [step], goal)  # the goal's literals alone
     assert spec["schema"]["x-hasKeys"] == ["sku", "qty"]
     renamed = {"items": [{"sku": "A", "quantity": 1}], "total": 1}
     report = run_check(spec, {"a.json": json.dumps(renamed)}, "a.json")
@@ -90,14 +114,10 @@ INVENTORY_GOAL = (
 )
 
 
-def test_a_list_the_goal_says_holds_one_key_s_values_is_judged_on_them():
-    from agent.plan.floor import goal_value_lists
-
-    assert goal_value_lists(INVENTORY_GOAL) == {"out_of_stock": "sku"}
-    assert goal_value_lists('"notes": the list of remarks') == {}  # no such key spelled
-    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
-    spec = floor_check(step, [step], INVENTORY_GOAL)
-    assert spec is not None and spec["schema"]["x-valuesOf"] == {"out_of_stock": "sku"}
+def test_a_list_the_criteria_say_holds_one_key_s_values_is_judged_on_them():
+    values = ValuesCriterion(key="out_of_stock", of="sku", quote='"out_of_stock": the list')
+    spec = json_floor(INVENTORY_GOAL, values_of=[values])
+    assert spec["schema"]["x-valuesOf"] == {"out_of_stock": "sku"}
     items = [{"sku": "A", "qty": 0}, {"sku": "B", "qty": 2}]
     ok = {"items": items, "out_of_stock": ["A"], "notes": []}
     assert run_check(spec, {"inventory.json": json.dumps(ok)}, "inventory.json")["passed"]
@@ -110,27 +130,12 @@ def test_a_list_the_goal_says_holds_one_key_s_values_is_judged_on_them():
         assert not report["passed"] and shown in report["evidence"]
 
 
-@pytest.mark.parametrize(
-    ("goal", "codes"),
-    [
-        ("Write a.json from: A-100, 4, 2.50\nB-220, 10, 1.25", ["A-100", "B-220"]),
-        ("Store SKU42 and x9 in a.json; see report2.md and v1.2.", ["SKU42", "x9", "v1.2"]),
-        ("Write a.json with the sku A-100 lowercased.", []),  # the goal changes case itself
-        ("Write a.json with 4 items at 2.50 EUR.", []),  # no code of letters and digits
-    ],
-)
-def test_the_codes_a_goal_spells(goal, codes):
-    from agent.plan.floor import goal_codes
-
-    assert goal_codes(goal) == codes
-
-
-def test_a_code_the_goal_spells_must_be_copied_as_it_is_spelled():
+def test_a_code_the_criteria_spell_must_be_copied_as_it_is_spelled():
     """On the 1.5B an ``inventory.json`` with ``a-100`` for the goal's ``A-100`` passed."""
     goal = 'Write inventory.json from: A-100, 4\nB-220, 0\n"items": a list of {"sku": string}.'
-    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
-    spec = floor_check(step, [step], goal)
-    assert spec is not None and spec["schema"]["x-spelled"] == ["A-100", "B-220"]
+    codes = [NameCriterion(name=c, quote=f"{c}, ") for c in ("A-100", "B-220")]
+    spec = json_floor(goal, spelled=codes)
+    assert spec["schema"]["x-spelled"] == ["A-100", "B-220"]
     right = {"items": [{"sku": "A-100"}, {"sku": "B-220"}]}
     assert run_check(spec, {"inventory.json": json.dumps(right)}, "inventory.json")["passed"]
     for bad in (
@@ -147,8 +152,7 @@ def test_every_different_schema_error_is_shown_at_once():
     goal = (
         'Write inventory.json: "items": a list of {"sku": string, "qty": integer}, sorted by sku.'
     )
-    step = Step(step_id="S1", action="coder", instructions="w", expected_output="inventory.json")
-    spec = floor_check(step, [step], goal)
+    spec = json_floor(goal, sorted_by=[OrderCriterion(key="sku", quote="sorted by sku")])
     both = {"items": [{"sku": "B", "quantity": 1}, {"sku": "A", "quantity": 2}]}
     report = run_check(spec, {"inventory.json": json.dumps(both)}, "inventory.json")
     assert not report["passed"]

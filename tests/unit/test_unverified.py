@@ -22,8 +22,9 @@ PACKAGE = (
 )
 STATED = (
     "Write slug.py with slugify(text) that lowercases text and joins its words with '-': "
-    "slugify('Hello World') should be 'hello-world'."
+    "slugify('Hello World') == 'hello-world'."
 )
+IN_WORDS = STATED.replace("==", "should be")  # an example in words is not a literal
 
 
 def planned(goal: str) -> list[dict]:
@@ -79,6 +80,12 @@ def test_an_end_over_functions_no_check_ran_becomes_an_unverified_escalation():
     # the model's end is held the same way
     by_model = held_to_evidence(Decision(Choice.END, "looks done", by="model"), s)
     assert by_model.decision == Choice.ESCALATE and by_model.by == "model"
+
+
+def test_an_example_in_words_runs_nothing_so_its_end_is_held():
+    s = finished(IN_WORDS, planned(IN_WORDS))
+    held = held_to_evidence(Decision(Choice.END, "done", by="model"), s)
+    assert held.stop_reason == "unverified" and "slugify" in held.question
 
 
 def test_an_end_whose_functions_a_check_ran_stands():
