@@ -8,7 +8,7 @@ from typing import Any, NotRequired
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
-from agent.errors import ConfigError
+from agent.errors import ConfigError, did_you_mean
 from agent.prompts import load_prompt
 from agent.tools.custom import coerce_tools
 
@@ -78,7 +78,10 @@ def build_registry(
             registry[name]["tools"] = coerce_tools(name, spec["tools"] or ())
     for role, added in (tools or {}).items():
         if role not in registry:
-            msg = f"tools given for unknown role {role!r}; roles: {', '.join(sorted(registry))}"
+            hint = did_you_mean(str(role), registry)
+            msg = (
+                f"tools given for unknown role {role!r}{hint}; roles: {', '.join(sorted(registry))}"
+            )
             raise ConfigError(msg)
         merged = coerce_tools(role, [*registry[role].get("tools", ()), *coerce_tools(role, added)])
         registry[role] = {**registry[role], "tools": merged}
