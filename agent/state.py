@@ -77,11 +77,12 @@ def bounded_messages(current: Messages, update: Messages) -> list[AnyMessage]:
 def messages_delta(current: Messages, writes: list[Messages]) -> list[AnyMessage]:
     """``bounded_messages`` over a batch of writes (``DeltaChannel``'s reducer): folding
     them one by one is what makes two batches in turn equal one batch of both."""
-    merged: Messages = current or []
+    merged = cast(list[AnyMessage], current or [])
     for write in writes:
         listed = write if isinstance(write, list) else [write]
-        merged = bounded_messages(merged, with_ids(convert_to_messages(listed), len(merged)))
-    return cast(list[AnyMessage], merged)
+        update = cast(Messages, with_ids(convert_to_messages(listed), len(merged)))
+        merged = bounded_messages(cast(Messages, merged), update)
+    return merged
 
 
 def _usage(current: dict | None, update: dict | None) -> dict:
