@@ -11,10 +11,9 @@ something, so a wrapper a library adds tomorrow does not turn a blip into a paus
 
 from __future__ import annotations
 
-import difflib
 import json
 import socket
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 
 import langchain_core.exceptions as lc_errors
@@ -57,13 +56,6 @@ class MissingRunner(ConfigError):
     def __init__(self, message: str, fix: str) -> None:
         super().__init__(message)
         self.fix = fix
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``word``, or
-    nothing: the tail of an error that names something unknown."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 MAX_CHAIN = 8  # links of __cause__/__context__ followed; a chain may be long or cyclic

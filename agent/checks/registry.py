@@ -18,7 +18,7 @@ import contextvars
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "ScopeValidator",
     "Validator",
     "builtin_kinds",
+    "check_kinds",
     "current_databases",
     "current_judge",
     "current_tool_outputs",
@@ -224,11 +225,23 @@ def validate_check_spec(spec: Any, scope: CheckScope | None = None) -> list[str]
     return entry.validate_in_scope(dict(spec), scope)
 
 
+def check_kinds(spec: Any) -> Iterator[str]:
+    """The kinds a ``done_when`` spec runs, the parts of an ``all`` included."""
+    if isinstance(spec, str):
+        yield "rubric"
+    elif spec is None:
+        yield "non_empty"
+    elif isinstance(spec, Mapping) and isinstance(spec.get("kind"), str):
+        if spec["kind"] == "all" and isinstance(spec.get("checks"), list):
+            for part in spec["checks"]:
+                yield from check_kinds(part)
+        else:
+            yield spec["kind"]
+
+
 def missing_runner(spec: Any) -> MissingRunner | None:
     """What a ``done_when`` spec needs installed that is not (the sandbox runs this very
     interpreter, so what it cannot import, no check can), or None when it can run."""
-    from agent.checks.composite import check_kinds  # composite registers through this module
-
     for kind in check_kinds(spec):
         entry = _CHECKS.get(kind)
         for module, package in entry.requires if entry else ():

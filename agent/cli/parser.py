@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from agent.cli import eval as eval_command
 from agent.cli import export, resume, run, show, threads
-from agent.errors import did_you_mean
+from agent.suggestions import did_you_mean
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (\S+)")
 _CHOICE = re.compile(r"argument (\S+): invalid choice: '([^']*)'")

@@ -8,8 +8,9 @@ from typing import Any, NotRequired
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
-from agent.errors import ConfigError, did_you_mean
+from agent.errors import ConfigError
 from agent.prompts import load_prompt
+from agent.suggestions import did_you_mean
 from agent.tools.custom import coerce_tools
 
 BUILTIN_ROLES = ("researcher", "writer", "coder", "critic")

@@ -120,6 +120,7 @@ def build_graph(
     declared = _declared(databases)
     attempts = retry_policy.max_attempts if retry_policy is not None else 1
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
+    roles.check_models()
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
     wire(
         builder,

@@ -10,8 +10,9 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.context import Context
 from agent.controller.subagents import SubAgent
-from agent.errors import ConfigError, did_you_mean
+from agent.errors import ConfigError
 from agent.models.factory import JUDGE, Metered, load_model
+from agent.suggestions import did_you_mean
 
 __all__ = ["GRAPH_ROLES", "Roles"]
 
@@ -29,6 +30,11 @@ class Roles:
     ) -> None:
         self.registry = dict(registry)
         self.models = dict(models or {})
+
+    def check_models(self) -> None:
+        """Raise :class:`ConfigError` for a ``models`` role that is none of the graph's, and
+        for a model string that cannot be used (no provider, no key): said when the graph
+        is built, not halfway through a run."""
         known = (*GRAPH_ROLES, "default", *sorted(self.registry))
         for role, spec in self.models.items():
             if role not in known:
@@ -38,7 +44,7 @@ class Roles:
                 )
                 raise ConfigError(msg)
             if isinstance(spec, str):
-                load_model(spec, role)  # no provider, no key: said now, not mid-run
+                load_model(spec, role)
         for name, sub in self.registry.items():
             if isinstance(sub.get("model"), str):
                 load_model(sub["model"], name)
