@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent.context import Context
     from agent.controller.subagents import SubAgent
+    from agent.errors import ConfigError
     from agent.graph.build import build_graph
     from agent.graph.result import Result
     from agent.models.scripted import ScriptedChatModel
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 # public name -> the module that defines it
 _EXPORTS = {
     "Context": "agent.context",
+    "ConfigError": "agent.errors",
     "Result": "agent.graph.result",
     "artifacts": "agent.runs.export",
     "ScriptedChatModel": "agent.models.scripted",
@@ -47,6 +49,7 @@ _EXPORTS = {
 
 __all__ = [
     "Context",
+    "ConfigError",
     "Result",
     "artifacts",
     "ScriptedChatModel",

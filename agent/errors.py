@@ -49,6 +49,15 @@ class ConfigError(AgentError, ValueError):
         super().__init__(ErrorClass.INVALID_INPUT, message)
 
 
+class MissingRunner(ConfigError):
+    """A check's runner is not installed (pytest, a database driver): no draft, revision or
+    replan can fix that, so the step stops at once and says what to install (``fix``)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
 MAX_CHAIN = 8  # links of __cause__/__context__ followed; a chain may be long or cyclic
 _POLICY_MARKERS = ("content_policy", "content policy", "content_filter", "content filter")
 # Words that name a passing condition in a type name, an error body's type or a status
@@ -290,6 +299,31 @@ def cut_off(exc: BaseException) -> bool:
 def is_transient(exc: BaseException) -> bool:
     """``retry_on`` for LangGraph's ``RetryPolicy``: only transient errors are retried."""
     return classify(exc) is ErrorClass.TRANSIENT
+
+
+# the variables that point a provider's client at a server of one's own
+BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_URL", "OLLAMA_HOST")
+
+
+def unreachable_server(exc: BaseException) -> str | None:
+    """``"the server at URL (set by VAR)"`` when ``exc`` is a connection that never reached
+    a server (HTTP clients keep the request, and so its URL), else None."""
+    import os
+
+    for link in exception_chain(exc):
+        url = getattr(getattr(link, "request", None), "url", None)
+        if url is None or _status_code(link) is not None or not _connection_failed(link):
+            continue
+        shown = str(url)
+        origin = f"{getattr(url, 'scheme', '')}://{getattr(url, 'netloc', b'').decode()}"
+        named = [v for v in BASE_URL_VARIABLES if (os.environ.get(v) or "\0").startswith(origin)]
+        return f"the server at {shown}" + (f" (set by {named[0]})" if named else "")
+    return None
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """A transport error before any answer: refused, unresolved, timed out connecting."""
+    return any("connect" in type(link).__name__.lower() for link in exception_chain(exc))
 
 
 def describe(exc: BaseException, limit: int = 300) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.vfs.entries import merge_files
 
-__all__ = ["append_all", "by_path", "latest"]
+__all__ = ["append_all", "by_id", "by_path", "latest", "with_ids"]
 
 
 def append_all(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
@@ -39,3 +39,41 @@ def by_path(current: dict[str, Any], writes: Sequence[dict[str, Any]]) -> dict[s
 def latest(current: Any, writes: Sequence[Any]) -> Any:
     """The keys replaced whole: the last write wins."""
     return writes[-1] if writes else current
+
+
+def by_id(current: list[Any], writes: Sequence[Any]) -> list[Any]:
+    """``messages`` as the read-only commands replay them (stored fields, not LangChain's
+    objects): each write's messages appended in order, one whose id is already there
+    replacing it, as ``add_messages`` does."""
+    merged = list(current)
+    where = {_id(m): i for i, m in enumerate(merged) if _id(m) is not None}
+    for write in writes:
+        for message in with_ids(write, len(merged)):
+            key = _id(message)
+            if key is not None and key in where:
+                merged[where[key]] = message
+            else:
+                if key is not None:
+                    where[key] = len(merged)
+                merged.append(message)
+    return merged
+
+
+def with_ids(write: Any, start: int) -> list[Any]:
+    """A write's messages, each without an id given one from its place in the conversation
+    (``message-<n>``): replayed from a checkpoint, the value gets the same ids every time,
+    where ``add_messages`` would draw new random ones."""
+    out = []
+    for offset, message in enumerate(write if isinstance(write, list) else [write]):
+        if _id(message) is None:
+            fixed = f"message-{start + offset}"
+            if isinstance(message, Mapping):
+                message = {**message, "id": fixed}
+            elif hasattr(message, "model_copy"):
+                message = message.model_copy(update={"id": fixed})
+        out.append(message)
+    return out
+
+
+def _id(message: Any) -> Any:
+    return message.get("id") if isinstance(message, Mapping) else getattr(message, "id", None)

@@ -6,9 +6,9 @@ run that writes N files stores O(N) bytes, not O(N²). Append-only logs append; 
 ``file_summaries`` merge by path (``None`` deletes); ``plan``, ``context``, ``turn`` and
 ``result``, written once in a while and read at every step, keep the latest write (``{}``
 until the first one).
-``messages`` keeps every message, but a human message longer than any goal or answer the
-planner accepts is kept as a short placeholder, so a 10 MB paste is not copied into every
-checkpoint of the thread.
+``messages`` is one of them too (a run's progress messages grow with its files): it keeps
+every message, as ``add_messages`` does, but a human message longer than any goal or answer
+the planner accepts is kept as a short placeholder, so a 10 MB paste is not stored again.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, convert_to_messages
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
 from agent.models.factory import merge_usage
-from agent.reducers import append_all, by_path, latest
+from agent.reducers import append_all, by_path, latest, with_ids
 from agent.vfs.entries import FileEntry
 
 MAX_GOAL_CHARS = 20_000
@@ -74,6 +74,17 @@ def bounded_messages(current: Messages, update: Messages) -> list[AnyMessage]:
     return [bounded_message(message) for message in merged]
 
 
+def messages_delta(current: Messages, writes: list[Messages]) -> list[AnyMessage]:
+    """``bounded_messages`` over a batch of writes (``DeltaChannel``'s reducer): folding
+    them one by one is what makes two batches in turn equal one batch of both."""
+    merged = cast(list[AnyMessage], current or [])
+    for write in writes:
+        listed = write if isinstance(write, list) else [write]
+        update = cast(Messages, with_ids(convert_to_messages(listed), len(merged)))
+        merged = bounded_messages(cast(Messages, merged), update)
+    return merged
+
+
 def _usage(current: dict | None, update: dict | None) -> dict:
     return merge_usage(current, update)
 
@@ -81,7 +92,7 @@ def _usage(current: dict | None, update: dict | None) -> dict:
 class State(TypedDict, total=False):
     """The whole state of a deepreflect thread (docs/architecture.md, State)."""
 
-    messages: Annotated[list[AnyMessage], bounded_messages]
+    messages: Annotated[list[AnyMessage], DeltaChannel(messages_delta)]
     """The conversation: the goal, human answers, the escalation questions and final answer;
     a human message over ``MAX_GOAL_CHARS`` is kept as a placeholder (``bounded_message``)."""
     goal: str
@@ -136,7 +147,7 @@ class InputState(TypedDict, total=False):
     """What a caller sends: a goal, or messages (Studio, the SDK, a human answer), and the
     user's files."""
 
-    messages: Annotated[list[AnyMessage], bounded_messages]
+    messages: Annotated[list[AnyMessage], DeltaChannel(messages_delta)]
     goal: str
     files: dict[str, str]
     """The user's files, ``{path: text}``: checked like every VFS path and size-limited

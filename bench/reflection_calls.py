@@ -10,12 +10,12 @@ Both solve the same sequential plans on the same scripted models.
 from __future__ import annotations
 
 import argparse
-import json
 
 from common import CONTEXT, chain, report, roles, sqlite_graph
 
 from agent import ScriptedChatModel, run
 from agent.models.scenarios import finish_or_continue
+from agent.models.scripted import prompt_json
 from agent.reflection.rules import RULES, rule_progress
 
 ASK_EVERY_TIME = tuple(rule for rule in RULES if rule is not rule_progress)
@@ -25,7 +25,7 @@ def solve(steps: int, rules) -> tuple[int, int]:
     models = roles(chain(steps), 1000, [])
     # continue while steps remain, end when all are done: the same answers a real model gives
     models["reflection"] = ScriptedChatModel(
-        responder=lambda messages: finish_or_continue(json.loads(str(messages[1].content)))
+        responder=lambda messages: finish_or_continue(prompt_json(messages))
     )
     graph, _ = sqlite_graph(models, reflection_rules=rules)
     context = CONTEXT.__class__(**{**CONTEXT.__dict__, "max_reflection_depth": 10})
@@ -33,6 +33,9 @@ def solve(steps: int, rules) -> tuple[int, int]:
     usage = result["usage"]
     calls = sum(role["calls"] for role in usage.values())
     tokens = sum(role["total_tokens"] for role in usage.values())
+    if result["status"] != "success" and result["stop_reason"] != "depth_cap":
+        # a run that stops for another reason measures nothing: say why, never print -1
+        raise SystemExit(f"{steps} steps: {result['stop_reason']}: {result['message']}")
     return (calls, tokens) if result["status"] == "success" else (-1, -1)
 
 

@@ -549,4 +549,5 @@ def register() -> None:
             " artifact, of a step this step depends on, or a file already among the files)"
         ),
         validate_in_scope=_validate_pytest_in_scope,
+        requires=[("pytest", "pytest")],
     )

@@ -9,11 +9,12 @@ last asks no judge about an artifact a program already failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agent.checks.registry import (
     CheckScope,
+    check_kinds,
     register_check,
     run_lent_check,
     validate_check_spec,
@@ -25,20 +26,6 @@ __all__ = ["MAX_PARTS", "PRESENCE", "check_kinds", "proves_criteria", "register"
 MAX_PARTS = 8
 PRESENCE = frozenset({"exists", "non_empty"})
 """Kinds that only say the artifact is there: never the deciding part of a pass."""
-
-
-def check_kinds(spec: Any) -> Iterator[str]:
-    """The kinds a ``done_when`` spec runs, the parts of an ``all`` included."""
-    if isinstance(spec, str):
-        yield "rubric"
-    elif spec is None:
-        yield "non_empty"
-    elif isinstance(spec, Mapping) and isinstance(spec.get("kind"), str):
-        if spec["kind"] == "all" and isinstance(spec.get("checks"), list):
-            for part in spec["checks"]:
-                yield from check_kinds(part)
-        else:
-            yield spec["kind"]
 
 
 UNPROVEN = PRESENCE | {"syntax"}

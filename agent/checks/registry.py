@@ -15,14 +15,15 @@ because then the model failed, not the artifact.
 from __future__ import annotations
 
 import contextvars
+import importlib.util
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agent.checks.report import CheckReport, make_report, tidy_report
-from agent.errors import ErrorClass, classify
+from agent.errors import ErrorClass, MissingRunner, classify
 
 if TYPE_CHECKING:
     from agent.checks.critique import ChatModelLike
@@ -34,10 +35,12 @@ __all__ = [
     "ScopeValidator",
     "Validator",
     "builtin_kinds",
+    "check_kinds",
     "current_databases",
     "current_judge",
     "current_tool_outputs",
     "describe_kinds",
+    "missing_runner",
     "needs_strings",
     "register_check",
     "run_check",
@@ -94,6 +97,9 @@ class CheckKind:
     offered: bool = True
     """Listed to the planner (and in errors naming the kinds); ``all``, which the evidence
     floor builds, is not: a small planner is shown the kinds it needs."""
+    requires: tuple[tuple[str, str], ...] = ()
+    """``(module, package)`` pairs the kind's runner imports: a missing one is a
+    configuration error (:func:`missing_runner`), never a defect of the artifact."""
 
 
 _CHECKS: dict[str, CheckKind] = {}
@@ -128,6 +134,7 @@ def register_check(
     describe: str | None = None,
     validate_in_scope: ScopeValidator | None = None,
     offered: bool = True,
+    requires: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Add a check kind; registering a custom kind again replaces it, a built-in one raises.
 
@@ -135,7 +142,8 @@ def register_check(
     them); ``describe`` is the one line the planner is shown (default ``{"kind": "<kind>"}``);
     ``validate_in_scope`` lists what is wrong with a valid spec given what its plan step
     will reach (:class:`CheckScope`); ``offered=False`` keeps the kind out of the planner's
-    list (it still runs and validates).
+    list (it still runs and validates); ``requires`` names the ``(module, package)`` pairs
+    its runner imports, so that a missing one stops a step at once (:func:`missing_runner`).
     """
     if not isinstance(kind, str) or not kind.strip() or not callable(fn):
         msg = "register_check needs a non-empty kind name and a callable"
@@ -152,7 +160,10 @@ def register_check(
     if not isinstance(line, str) or not line.strip() or "\n" in line:
         msg = f"describe for check kind {kind!r} must be one non-blank line of text"
         raise ValueError(msg)
-    _CHECKS[kind] = CheckKind(fn, validate, line.strip(), validate_in_scope, offered=offered)
+    needed = tuple((str(module), str(package)) for module, package in requires)
+    _CHECKS[kind] = CheckKind(
+        fn, validate, line.strip(), validate_in_scope, offered=offered, requires=needed
+    )
 
 
 def seal_builtin_kinds() -> None:
@@ -214,6 +225,33 @@ def validate_check_spec(spec: Any, scope: CheckScope | None = None) -> list[str]
     return entry.validate_in_scope(dict(spec), scope)
 
 
+def check_kinds(spec: Any) -> Iterator[str]:
+    """The kinds a ``done_when`` spec runs, the parts of an ``all`` included."""
+    if isinstance(spec, str):
+        yield "rubric"
+    elif spec is None:
+        yield "non_empty"
+    elif isinstance(spec, Mapping) and isinstance(spec.get("kind"), str):
+        if spec["kind"] == "all" and isinstance(spec.get("checks"), list):
+            for part in spec["checks"]:
+                yield from check_kinds(part)
+        else:
+            yield spec["kind"]
+
+
+def missing_runner(spec: Any) -> MissingRunner | None:
+    """What a ``done_when`` spec needs installed that is not (the sandbox runs this very
+    interpreter, so what it cannot import, no check can), or None when it can run."""
+    for kind in check_kinds(spec):
+        entry = _CHECKS.get(kind)
+        for module, package in entry.requires if entry else ():
+            if importlib.util.find_spec(module) is None:
+                fix = f"pip install {package}"
+                msg = f"the {kind} check needs {package}, which is not installed: {fix}"
+                return MissingRunner(msg, fix)
+    return None
+
+
 def needs_strings(spec: dict[str, Any], key: str) -> list[str]:
     """A validator's part: ``spec[key]`` must be a non-empty list of strings."""
     value = spec.get(key)
@@ -261,6 +299,8 @@ def run_lent_check(
     kind = str(normal.get("kind") or _kind_of(spec))
     if errors:
         return make_report(kind, False, 0.0, "invalid check spec: " + "; ".join(errors))
+    if (missing := missing_runner(normal)) is not None:
+        return make_report(kind, False, 0.0, str(missing))
     contents = _contents(files)
     if kind != "exists" and path not in contents:
         return make_report(kind, False, 0.0, f"artifact {path} was not produced")

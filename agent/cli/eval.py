@@ -13,31 +13,50 @@ from agent.limits import FRESH_DRAFTS
 
 def add_parser(sub: Any) -> None:
     ev = sub.add_parser("eval", help="measure reflection: off vs on, or seeded errors")
-    ev.add_argument("--dataset", default="humaneval", help="humaneval or a JSONL file")
-    ev.add_argument("--model", help="generator (and seeded-errors critic), provider:name")
+    ev.add_argument(
+        "--dataset", default="humaneval", metavar="NAME|PATH", help="humaneval or a JSONL file"
+    )
+    ev.add_argument(
+        "--model",
+        metavar="PROVIDER:NAME",
+        help="generator (and seeded-errors critic), provider:name",
+    )
     ev.add_argument(
         "--critic",
         "--judge-model",
         dest="critic",
+        metavar="PROVIDER:NAME",
         help="model critic (the judge) merged with the check's critique",
     )
-    ev.add_argument("--rounds", type=int, default=2, help="revisions when reflection is on")
+    ev.add_argument(
+        "--rounds", type=int, default=2, metavar="N", help="revisions when reflection is on"
+    )
     ev.add_argument(
         "--fresh-drafts",
         type=int,
         default=FRESH_DRAFTS,
+        metavar="N",
         help=f"drafts asked anew once revising stops helping (default {FRESH_DRAFTS})",
     )
-    ev.add_argument("--evidence", choices=["check", "visible"], default="check")
+    ev.add_argument(
+        "--evidence",
+        choices=["check", "visible"],
+        default="check",
+        help="where a revision's evidence comes from: the task's check, or only its "
+        "visible examples",
+    )
     ev.add_argument("--seeded-errors", action="store_true", help="plant errors in references")
-    ev.add_argument("--limit", type=int, help="only the first N tasks")
-    ev.add_argument("--workers", type=int, help="tasks at once")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the mutation sites")
-    ev.add_argument("--timeout", type=float, default=3.0, help="seeded-errors check timeout")
+    ev.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    ev.add_argument("--workers", type=int, metavar="N", help="tasks at once")
+    ev.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the mutation sites")
+    ev.add_argument(
+        "--timeout", type=float, default=3.0, metavar="S", help="seeded-errors check timeout"
+    )
     ev.add_argument(
         "--temperature",
         type=float,
         default=0.0,
+        metavar="T",
         help="sampling temperature of the models (default 0: greedy, as published pass@1 is "
         "measured; a local server's own default is often 0.8)",
     )

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     exp = sub.add_parser("export", help="write a thread's artifacts to a folder, byte for byte")
-    exp.add_argument("thread_id")
+    exp.add_argument("thread_id", help="the thread, as `deepreflect threads` lists it")
     exp.add_argument("dir", help="the folder to write into (created if missing)")
     exp.add_argument("--all", action="store_true", help="every file, with a status manifest")
     exp.add_argument("--force", action="store_true", help="overwrite files that exist")
@@ -42,15 +42,22 @@ def export(
     """Write the thread's done files (or ``include_all``) into ``folder``, a line each; a
     file that cannot be written is a usage error."""
     from agent.errors import ConfigError
-    from agent.runs.export import ExportError, export_files
+    from agent.runs.export import ExportClash, ExportError, export_files
     from agent.runs.progress import line
 
     try:
         written = export_files(
             values.get("files") or {}, folder, include_all=include_all, force=force
         )
-    except (ExportError, OSError) as exc:
+    except ExportClash as exc:
+        msg = f"{exc.target} exists with other content; pass --force to overwrite it"
+        raise ConfigError(msg) from exc
+    except ExportError as exc:
         raise ConfigError(str(exc)) from exc
+    except OSError as exc:  # a folder that cannot be made or written: said without errno
+        where = f" {exc.filename}" if exc.filename else ""
+        msg = f"cannot export into {folder}:{where} {exc.strerror or exc}"
+        raise ConfigError(msg) from exc
     files = values.get("files") or {}
     for path in written:
         rel = path.relative_to(Path(folder).resolve()).as_posix()

@@ -21,7 +21,7 @@ from agent.cli.settings import check_models, mcp_tools, with_flags
 
 def add_parser(sub: Any) -> None:
     res = sub.add_parser("resume", help="answer a paused thread (or continue a stopped one)")
-    res.add_argument("thread_id")
+    res.add_argument("thread_id", help="the thread, as `deepreflect threads` lists it")
     res.add_argument("answer", nargs="?", help="the human answer; omit to continue as is")
     act = res.add_mutually_exclusive_group()
     act.add_argument(

@@ -49,15 +49,20 @@ def add_parsers(sub: Any) -> None:
         default="demo",
         choices=_Scenarios(),
         metavar="NAME",  # not the choices: argparse would list them, importing them, now
-        help="the scripted scenario (default demo; a wrong name lists them all)",
+        help="the scripted scenario: %(choices)s (default demo)",
     )
     _run_flags(demo, models_and_tools=False)
     demo.set_defaults(handler=cmd_demo)
 
     run_p = sub.add_parser("run", help="run a goal on a new or existing thread")
-    run_p.add_argument("goal")
+    run_p.add_argument("goal", help="what to produce, in your words (quote it)")
     run_p.add_argument("--thread", help="thread id (default: a new one)")
-    run_p.add_argument("--workload", choices=[workload.value for workload in Workload])
+    run_p.add_argument(
+        "--workload",
+        choices=[workload.value for workload in Workload],
+        help="the kind of goal, which sets how many reflections a turn may take: qa 2, "
+        "research 3, report 4, coding 5, bughunt 7 (default report; $DEEPREFLECT_WORKLOAD)",
+    )
     run_p.add_argument(
         "--planning",
         choices=[p.value for p in Planning],

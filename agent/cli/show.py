@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     show = sub.add_parser("show", help="a thread's status, plan, artifacts and decisions")
-    show.add_argument("thread_id")
+    show.add_argument("thread_id", help="the thread, as `deepreflect threads` lists it")
     show.add_argument("--file", help="print this file's content, as the thread holds it")
     flags.db(show, json_flag=True)
     show.set_defaults(handler=cmd_show)

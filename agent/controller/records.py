@@ -72,7 +72,9 @@ class StepRecords:
     def error(self, exc: BaseException) -> None:
         """An error with its class: reflection fails the run on permission, policy or input
         errors (``rule_fatal_error``) and otherwise treats the step as failed."""
-        self.event("error", error_class=classify(exc).value, observation=describe(exc))
+        fix = getattr(exc, "fix", None)  # a configuration error that says how to fix it
+        extra = {"fix": fix} if isinstance(fix, str) and fix else {}
+        self.event("error", error_class=classify(exc).value, observation=describe(exc), **extra)
 
     def result(self, result: LoopResult, workspace: Workspace, *, model: str = "") -> None:
         """The step's files (artifact, scratch, critique) and its result event, which keeps

@@ -10,6 +10,7 @@ from typing_extensions import TypedDict
 
 from agent.errors import ConfigError
 from agent.prompts import load_prompt
+from agent.suggestions import did_you_mean
 from agent.tools.custom import coerce_tools
 
 BUILTIN_ROLES = ("researcher", "writer", "coder", "critic")
@@ -78,7 +79,10 @@ def build_registry(
             registry[name]["tools"] = coerce_tools(name, spec["tools"] or ())
     for role, added in (tools or {}).items():
         if role not in registry:
-            msg = f"tools given for unknown role {role!r}; roles: {', '.join(sorted(registry))}"
+            hint = did_you_mean(str(role), registry)
+            msg = (
+                f"tools given for unknown role {role!r}{hint}; roles: {', '.join(sorted(registry))}"
+            )
             raise ConfigError(msg)
         merged = coerce_tools(role, [*registry[role].get("tools", ()), *coerce_tools(role, added)])
         registry[role] = {**registry[role], "tools": merged}

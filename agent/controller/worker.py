@@ -22,6 +22,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 
+from agent.checks.registry import missing_runner
 from agent.controller.computed import as_file, is_computed, program_path, read_reply, run_program
 from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
@@ -288,6 +289,8 @@ class StepWorker:
         """Run the step to a stop reason; a fatal model error is recorded, not raised."""
         run = self.records.run
         try:
+            if (missing := missing_runner(self.step.get("done_when"))) is not None:
+                raise missing  # no draft can make a check runnable: spend nothing on one
             result = await arevise_loop(
                 self.step["instructions"],
                 self.agenerate,

@@ -113,11 +113,14 @@ def build_graph(
             ``Context.databases`` adds more per run (these win on a shared name).
 
     Raises:
-        ConfigError: a database name is not an identifier, or its file is not SQLite.
+        ConfigError: a database name is not an identifier, or its file is not SQLite; a
+            role in ``models`` or ``tools`` that is not one; a model string without a
+            provider or whose provider has no key.
     """
     declared = _declared(databases)
     attempts = retry_policy.max_attempts if retry_policy is not None else 1
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
+    roles.check_models()
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
     wire(
         builder,
@@ -131,7 +134,22 @@ def build_graph(
     )
     # Under invoke each parallel subagent holds a thread while it waits on the loop; the
     # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.
-    return graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
+    configured = graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
+    # run() and resume() check a Context against the roles before they start a run
+    setattr(configured, ROLES_ATTRIBUTE, roles)
+    return configured
+
+
+ROLES_ATTRIBUTE = "deepreflect_roles"
+"""Where a built graph keeps its :class:`Roles` (a compiled graph has no field of ours)."""
+
+
+def check_context(graph: Any, ctx: Context) -> None:
+    """Raise :class:`ConfigError` with the fix when ``ctx`` cannot run on ``graph`` (a
+    graph ``build_graph`` did not make is not checked: its nodes report what they find)."""
+    roles = getattr(graph, ROLES_ATTRIBUTE, None)
+    if isinstance(roles, Roles):
+        roles.check(ctx)
 
 
 def wire(

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from agent.graph.inputs import StateView, thread_id
-from agent.graph.result import build_result
+from agent.graph.result import build_result, failure_fix, failure_text
 from agent.vocabulary import FileStatus, Status, StopReason
 
 __all__ = [
@@ -38,10 +38,7 @@ def finalize(state: StateView) -> dict[str, Any]:
     files, plan = state.get("files") or {}, state.get("plan")
     update: dict[str, Any] = {"dispatch": []}
     if state.get("status") == Status.FAILED:
-        text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
-        if fix := failure_fix(state, last):
-            text += f"\n\n{fix}"
-        update["messages"] = [AIMessage(text)]
+        update["messages"] = [AIMessage(failure_text(state))]
     elif state.get("stop_reason") == StopReason.ACCEPTED_BY_HUMAN:
         done = [p for p, e in files.items() if e.get("status") == FileStatus.DONE]
         text = "Accepted as they are." + (
@@ -56,19 +53,6 @@ def finalize(state: StateView) -> dict[str, Any]:
             "messages": [AIMessage(answer)],
         }
     return update | {"result": build_result({**state, **update}, thread_id())}
-
-
-def failure_fix(state: StateView, decision: Mapping[str, Any]) -> str:
-    """How to fix what failed the run, when it is known: on the failing decision, or on the
-    error event of the step it names (a subagent whose model could not be made)."""
-    if decision.get("fix"):
-        return str(decision["fix"])
-    reason = str(decision.get("reason") or "")
-    for event in reversed(state.get("trajectory") or []):
-        named = reason.startswith(f"step {event.get('step_id')}: ")
-        if event.get("action") == "error" and event.get("fix") and named:
-            return str(event["fix"])
-    return ""
 
 
 def main_artifact(plan: Mapping[str, Any] | None, files: Mapping[str, Any]) -> str | None:

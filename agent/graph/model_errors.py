@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from agent.context import Context
-from agent.errors import ErrorClass, classify, describe
+from agent.errors import ErrorClass, classify, describe, unreachable_server
 from agent.graph.inputs import StateView
 from agent.graph.pauses import model_unavailable, unknown_error
 from agent.graph.routes import ReflectionRoute, command_for
@@ -55,7 +55,8 @@ def model_failure(
     if error_class is ErrorClass.TRANSIENT:
         if not last:
             raise exc
-        return command_for(model_unavailable(role, evidence), state, ctx, update)
+        paused = model_unavailable(role, evidence, unreachable_server(exc))
+        return command_for(paused, state, ctx, update)
     if error_class in PERMANENT:
         failure = failed(StopReason(error_class.value), evidence)
         if fix := model_fix(error_class):  # the model or its key is wrong: say how to choose

@@ -84,14 +84,21 @@ def unknown_error(role: str, evidence: str) -> rules.Decision:
     return _retry_model(role, evidence, StopReason.UNKNOWN_ERROR, question)
 
 
-def model_unavailable(role: str, evidence: str) -> rules.Decision:
+def model_unavailable(role: str, evidence: str, server: str | None = None) -> rules.Decision:
     """A model that kept failing with transient errors through every retry: the thread
-    pauses with the error in the chat, and a human retries once the provider is back."""
+    pauses with the error in the chat, and a human retries once the provider is back.
+    ``server``: the server no connection reached, when that is what failed (its URL and the
+    variable that set it), so the question says where to look."""
     shown = quote_data("error", evidence, 300)
     question = (
         f"The {role} model kept failing after every retry ({shown}); the provider may be "
         "down or rate-limited. Retry once it is back?"
     )
+    if server:
+        question = (
+            f"The {role} model could not be reached: nothing answered at {server} ({shown}). "
+            "Start the server or correct the address, then retry?"
+        )
     return _retry_model(role, evidence, StopReason.MODEL_UNAVAILABLE, question)
 
 

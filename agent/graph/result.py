@@ -9,7 +9,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from agent.plan.progress import is_done
-from agent.vocabulary import FileStatus, Status, StopReason
+from agent.vocabulary import WAITING, FileStatus, Status, StopReason
 
 
 class Result(TypedDict):
@@ -28,6 +28,10 @@ class Result(TypedDict):
     usage: dict[str, dict[str, int]]
     thread_id: str | None
     escalation: dict[str, Any] | None
+    message: str | None
+    """Why the run stopped, in words, and how to fix it when that is known: the final
+    answer of a success, the failure and its fix, the question a paused thread asks. The
+    text the CLI prints and the run's last AI message say."""
 
 
 def _final_answer(state: Mapping[str, Any]) -> str | None:
@@ -35,6 +39,64 @@ def _final_answer(state: Mapping[str, Any]) -> str | None:
     if decisions and decisions[-1].get("final_answer"):
         return decisions[-1]["final_answer"]
     return None
+
+
+def failure_fix(state: Mapping[str, Any], decision: Mapping[str, Any]) -> str:
+    """How to fix what failed the run, when it is known: on the failing decision, or on the
+    error event of the step it names (a subagent whose model could not be made, a check
+    whose runner is not installed)."""
+    if decision.get("fix"):
+        return str(decision["fix"])
+    reason = str(decision.get("reason") or "")
+    for event in reversed(state.get("trajectory") or []):
+        named = reason.startswith(f"step {event.get('step_id')}: ")
+        if event.get("action") == "error" and event.get("fix") and named:
+            return str(event["fix"])
+    return ""
+
+
+def failure_text(state: Mapping[str, Any]) -> str:
+    """What a failed run says: the stop reason, the failing decision's reason, its fix."""
+    last = (state.get("decisions") or [{}])[-1]
+    text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
+    if fix := failure_fix(state, last):
+        text += f"\n\n{fix}"
+    return text
+
+
+def _message(state: Mapping[str, Any], status: str) -> str | None:
+    if status == Status.SUCCESS:
+        return _final_answer(state)
+    if status == Status.FAILED:
+        return failure_text(state)
+    if status in WAITING:
+        question = (state.get("escalation") or {}).get("question")
+        return str(question) if question else None
+    return None
+
+
+def _stop_issue(state: Mapping[str, Any], status: str) -> dict[str, Any] | None:
+    """The stop itself as an open issue, for a failed or paused run that has no critique
+    issue to show: its reason and, as the suggestion, the fix or the question."""
+    if status != Status.FAILED and status not in WAITING:
+        return None
+    last = (state.get("decisions") or [{}])[-1]
+    escalation = state.get("escalation") or {}
+    reason = str(escalation.get("reason") or last.get("reason") or state.get("stop_reason"))
+    if status == Status.FAILED:
+        suggestion = failure_fix(state, last)
+    else:
+        suggestion = str(escalation.get("question") or "")
+    step_id = next(
+        (
+            str(e.get("step_id"))
+            for e in reversed(state.get("trajectory") or [])
+            if e.get("action") == "error" and reason.startswith(f"step {e.get('step_id')}: ")
+        ),
+        None,
+    )
+    issue = {"id": str(state.get("stop_reason") or status), "severity": "blocking"}
+    return issue | {"step_id": step_id, "evidence": reason, "suggestion": suggestion}
 
 
 def open_issues(files: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -70,6 +132,9 @@ def build_result(state: Mapping[str, Any], thread_id: str | None = None) -> Resu
     # read as state holds them (plain strings, each equal to its member)
     status = state.get("status") or Status.RUNNING.value
     stop_reason = state.get("stop_reason")
+    issues = open_issues(files)
+    if not issues and (stop := _stop_issue(state, status)) is not None:
+        issues = [stop]
     return {
         "status": status,
         "stop_reason": stop_reason,
@@ -79,10 +144,11 @@ def build_result(state: Mapping[str, Any], thread_id: str | None = None) -> Resu
         and all(is_done(s, files) for s in steps),
         "final_answer": _final_answer(state) if status == Status.SUCCESS else None,
         "artifacts": artifacts,
-        "open_issues": open_issues(files),
+        "open_issues": issues,
         "rounds": int(state.get("step") or 0),
         "plan_version": int(plan.get("version") or 0),
         "usage": dict(state.get("usage") or {}),
         "thread_id": thread_id,
         "escalation": state.get("escalation"),
+        "message": _message(state, status),
     }

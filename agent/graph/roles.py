@@ -10,10 +10,15 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.context import Context
 from agent.controller.subagents import SubAgent
+from agent.errors import ConfigError
 from agent.models.factory import JUDGE, Metered, load_model
 from agent.models.profiles import Profile, profile_for
+from agent.suggestions import did_you_mean
 
-__all__ = ["Roles"]
+__all__ = ["GRAPH_ROLES", "Roles"]
+
+GRAPH_ROLES = ("planner", "reflection", JUDGE)
+"""The roles that are not subagents; ``default`` names every role not named otherwise."""
 
 
 class Roles:
@@ -26,6 +31,44 @@ class Roles:
     ) -> None:
         self.registry = dict(registry)
         self.models = dict(models or {})
+
+    def check_models(self) -> None:
+        """Raise :class:`ConfigError` for a ``models`` role that is none of the graph's, and
+        for a model string that cannot be used (no provider, no key): said when the graph
+        is built, not halfway through a run."""
+        known = (*GRAPH_ROLES, "default", *sorted(self.registry))
+        for role, spec in self.models.items():
+            if role not in known:
+                msg = (
+                    f"build_graph(models=...) names unknown role {role!r}"
+                    f"{did_you_mean(str(role), known)}; roles: {', '.join(known)}"
+                )
+                raise ConfigError(msg)
+            if isinstance(spec, str):
+                load_model(spec, role)
+        for name, sub in self.registry.items():
+            if isinstance(sub.get("model"), str):
+                load_model(sub["model"], name)
+
+    def context_models(self, ctx: Context) -> set[str]:
+        """The model strings the run's Context supplies to roles ``build_graph`` left open."""
+        if "default" in self.models:
+            return set()
+        by_role = {"planner": ctx.planner_model, JUDGE: ctx.judge_model}
+        by_role["reflection"] = ctx.reflection_model
+        chosen = {by_role[r] or ctx.model for r in GRAPH_ROLES if r not in self.models}
+        for name, sub in self.registry.items():
+            if name not in self.models and sub.get("model") is None:
+                chosen.add(ctx.subagent_model or ctx.model)
+        return chosen
+
+    def check(self, ctx: Context) -> None:
+        """Raise :class:`ConfigError` with the fix when ``ctx`` cannot run on this graph: an
+        invalid field, a model string without a provider, a provider without its key."""
+        if problems := ctx.validate():
+            raise ConfigError("; ".join(problems))
+        for spec in sorted(self.context_models(ctx)):
+            load_model(spec, timeout=ctx.request_timeout_s)
 
     def model_for(self, role: str, ctx: Context) -> BaseChatModel:
         """Explicit override, the subagent's own model, ``default``, then the Context; a

@@ -34,6 +34,14 @@ class ExportError(ValueError):
     """A file that cannot be written where asked; nothing outside the folder is touched."""
 
 
+class ExportClash(ExportError):
+    """A file exists with other content: ``force`` overwrites it (the CLI's ``--force``)."""
+
+    def __init__(self, target: Path) -> None:
+        super().__init__(f"{target} exists with other content; pass force=True to overwrite it")
+        self.target = target
+
+
 def artifacts(graph: Graph, thread_id: str, *, include_all: bool = False) -> dict[str, str]:
     """``{path: content}`` of the thread's done files (every file with ``include_all``)."""
     from agent.runs.runner import thread_config
@@ -58,9 +66,13 @@ def export_files(
             the same bytes (an earlier export of the same thread) is left as it is.
     """
     root = Path(directory).resolve()
-    if root.exists() and not root.is_dir():
-        msg = f"cannot export into {directory}: it is a file, not a folder; name a folder"
-        raise ExportError(msg)
+    for folder in [root, *root.parents]:  # the folder, or the nearest part of it that exists
+        if folder.exists():
+            if not folder.is_dir():
+                shown = "it" if folder == root else str(folder)
+                msg = f"cannot export into {directory}: {shown} is a file, not a folder"
+                raise ExportError(msg + "; name a folder")
+            break
     chosen = _chosen(files, include_all)
     contents = {path: str(entry.get("content") or "") for path, entry in chosen.items()}
     targets = {path: _target(root, path, contents[path], force) for path in chosen}
@@ -114,8 +126,7 @@ def _target(root: Path, path: str, content: str, force: bool) -> Path:
         msg = f"refusing to export {relative}: {target} is a folder"
         raise ExportError(msg)
     if target.exists() and not force and not _same(target, content):
-        msg = f"{target} exists with other content; pass --force (force=True) to overwrite it"
-        raise ExportError(msg)
+        raise ExportClash(target)
     return target
 
 

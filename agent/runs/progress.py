@@ -164,6 +164,9 @@ def print_result(console: Console, result: Result) -> None:
     if result["final_answer"]:
         console.print()
         console.print(line(result["final_answer"]))
+    elif status == Status.FAILED and result.get("message"):
+        console.print()
+        console.print(line(str(result["message"])))
     escalation = result.get("escalation")
     if escalation and status in WAITING:
         console.print()
@@ -176,9 +179,12 @@ def print_result(console: Console, result: Result) -> None:
                 console.print(line(f"  - {label}"))
             console.print()
             console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
-            console.print(
-                line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)")
-            )
+            if any(info["status"] != "missing" for info in result["artifacts"].values()):
+                console.print(
+                    line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)")
+                )
+            else:  # nothing was written: there is nothing to accept
+                console.print(line(f"     or stop: deepreflect resume {thread_id} --stop"))
     for issue in result["open_issues"][:5]:
         evidence = _short(issue.get("evidence", ""))
         console.print(line("  ", ("open", "red"), f" {issue.get('step_id')}: {evidence}"))

@@ -18,6 +18,7 @@ from langgraph.types import Command, StateSnapshot
 
 from agent.context import Context, as_context
 from agent.errors import ConfigError
+from agent.graph.build import check_context
 from agent.graph.result import Result, build_result
 from agent.reflection.answers import parse_answer
 from agent.state import bounded_message
@@ -142,6 +143,10 @@ def run(
 ) -> Result:
     """Start a turn on a thread (a new one unless ``thread_id`` is given) and run it to a stop.
 
+    A Context that cannot run (an invalid field, a model string without a provider, a
+    provider without its key) raises :class:`~agent.errors.ConfigError` with the fix before
+    anything is stored; a run that fails or pauses says why in ``Result["message"]``.
+
     ``files`` are the user's files, ``{path: text}`` (``agent.load_files`` reads them from
     disk): every step can read them, a step can edit one, and on a thread that has some
     already they are added or replaced. A bad path, a binary content or a size over the
@@ -150,7 +155,9 @@ def run(
     """
     payload = _goal_payload(goal, files)
     thread_id = thread_id or str(uuid.uuid4())
-    return execute(graph, payload, thread_id, _ctx(context), on_update)
+    ctx = _ctx(context)
+    check_context(graph, ctx)
+    return execute(graph, payload, thread_id, ctx, on_update)
 
 
 async def arun(
@@ -166,8 +173,10 @@ async def arun(
     (``agent.open_async_checkpointer``, or any LangGraph async saver)."""
     payload = _goal_payload(goal, files)
     thread_id = thread_id or str(uuid.uuid4())
+    ctx = _ctx(context)
+    check_context(graph, ctx)
     with hold(_checkpointer_of(graph), thread_id) as lease:
-        return await _astream(graph, payload, thread_id, _ctx(context), on_update, lease)
+        return await _astream(graph, payload, thread_id, ctx, on_update, lease)
 
 
 def _goal_payload(goal: str, files: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -69,6 +69,10 @@ def read_only_reason(path: Path) -> str | None:
     return None
 
 
+STATE_FOLDER = ".deepreflect"
+"""The folder of the default threads database: the one folder a threads path may create."""
+
+
 def checked_sqlite_path(path: Path, *, write: bool) -> bool:
     """Refuse a threads file that cannot serve (a :class:`ConfigError` saying why); True when
     it is to be opened read-only: ``write=False`` always (a reader never creates, migrates
@@ -79,8 +83,17 @@ def checked_sqlite_path(path: Path, *, write: bool) -> bool:
     if not write and not path.exists():
         msg = f"there is no threads database at {path}: nothing has run with it yet"
         raise NoThreads(msg)
+    folder = path.parent
+    if not folder.is_dir() and folder.name != STATE_FOLDER:
+        # a mistyped --db must not leave folders behind: only deepreflect's own is made
+        msg = (
+            f"cannot create the folder {folder} for the threads database {path}: it does not "
+            f"exist (only a {STATE_FOLDER}/ folder is made); create it first or choose "
+            "another --db"
+        )
+        raise ConfigError(msg)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError as exc:
         msg = (
             f"cannot create the folder {path.parent} for the threads database {path}: "

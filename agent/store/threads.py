@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError, describe
-from agent.reducers import append_all, by_path, latest
+from agent.reducers import append_all, by_id, by_path, latest
 from agent.store.database_errors import is_database_error
 from agent.store.lease import hold, lease_holder
 from agent.store.savers import is_postgres_saver
@@ -37,6 +37,7 @@ UNREADABLE = "unreadable"
 # The State keys kept as DeltaChannels, with their reducers (agent/reducers.py, shared with
 # agent/state.py, which imports the graph) and value types; tests check the keys agree.
 DELTA_KEYS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], type]] = {
+    "messages": (by_id, list),
     "plan": (latest, dict),
     "plan_history": (append_all, list),
     "files": (by_path, dict),

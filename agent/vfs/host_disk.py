@@ -3,10 +3,11 @@
 Naming: a file or folder inside the current directory keeps its path relative to it
 (``--file src`` gives ``src/app.py``, ``--file .`` the whole tree at the root); one outside it
 is named from its parent (``--file ../lib`` gives ``lib/x.py``, ``--file /tmp/a.py`` gives
-``a.py``). A folder adds its files recursively, skipping ``.git/``, what its ``.gitignore``
-files ignore (and those between it and its repository's root), binary files and symlinks that
-lead out of it (each skip noted); a file named explicitly is read even when ignored, but a
-binary one is refused. Paths, sizes and counts follow :mod:`agent.vfs.user_files`.
+``a.py``). A folder adds its files recursively, skipping ``.git/`` and ``.deepreflect/`` (the
+threads database beside the work), what its ``.gitignore`` files ignore (and those between it
+and its repository's root), binary files and symlinks that lead out of it (each skip noted); a
+file named explicitly is read even when ignored, but a binary one is refused. Paths, sizes and
+counts follow :mod:`agent.vfs.user_files`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from agent.vfs.user_files import (
     user_file_path,
 )
 
-__all__ = ["MAX_SCANNED", "describe_files", "load_files"]
+__all__ = ["MAX_SCANNED", "SKIPPED_FOLDERS", "describe_files", "load_files"]
+
+SKIPPED_FOLDERS = frozenset({".git", ".deepreflect"})
+"""Folders a folder given with ``--file`` never contributes: version control's and
+deepreflect's own state (``.deepreflect/threads.sqlite`` and its write-ahead log)."""
 
 MAX_SCANNED = 20_000
 """Entries a folder walk looks at, ignored and binary ones included, before it gives up."""
@@ -187,8 +192,8 @@ class _Loader:
             path = Path(entry.path)
             shown = path.relative_to(walk.top).as_posix()
             vfs = f"{walk.prefix}/{shown}" if walk.prefix else shown
-            if entry.name == ".git":
-                continue
+            if entry.name in SKIPPED_FOLDERS:
+                continue  # a repository's and deepreflect's own state, never the user's files
             if entry.is_symlink():
                 self.link(walk, path, vfs)
             elif entry.is_dir(follow_symlinks=False):

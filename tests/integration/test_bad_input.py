@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from langgraph.runtime import Runtime
 from agent import Context, ScriptedChatModel, build_graph, run
 from agent.cli import main
 from agent.controller.subagents import build_registry
+from agent.errors import ConfigError
 from agent.graph.reflection import Reflection
 from agent.graph.roles import Roles
 from agent.graph.subagent import Subagent
@@ -35,7 +37,7 @@ from agent.models.scripted import tool_call
 from agent.plan.steps import STEP_ID
 from agent.plan.validation import parse_plan
 from agent.reflection.rules import RULES
-from agent.runs.runner import thread_config
+from agent.runs.runner import result_of, thread_config
 from agent.state import CUT_KEY, MAX_GOAL_CHARS, PREVIEW_CHARS, bounded_message, bounded_messages
 from agent.tools.filesystem import (
     MAX_ARG_DEPTH,
@@ -302,8 +304,13 @@ def test_a_run_with_a_bad_context_fails_naming_the_field_then_a_good_one_succeed
     fields, message = BAD_CONTEXTS[name]
     roles = models([step("S1", "a.md")], [END])
     graph, _ = sqlite_graph(tmp_path, roles)
-    result = run(graph, "goal", context=ctx(**fields), thread_id="t")
+    with pytest.raises(ConfigError, match=re.escape(message)):  # run() says so before it runs
+        run(graph, "goal", context=ctx(**fields), thread_id="t")
+    # a server's run cannot raise to its caller: it fails, naming the field
+    graph.invoke({"messages": [HumanMessage("goal")]}, thread_config("t"), context=ctx(**fields))
+    result = result_of(graph, "t")
     assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
+    assert result["message"] and message in result["message"]
     assert message in values(graph)["decisions"][-1]["reason"]
     assert message in str(values(graph)["messages"][-1].content)
     assert model_calls(roles) == 0

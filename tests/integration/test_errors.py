@@ -581,3 +581,20 @@ def test_each_providers_permanent_failures_keep_their_class(name):
     exc = make()
     assert classify(exc) is expected
     assert not is_transient(exc)
+
+
+def test_a_connection_that_reached_no_server_names_its_url_and_variable(monkeypatch):
+    from agent.errors import unreachable_server
+    from agent.graph.pauses import model_unavailable
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    refused = openai.APIConnectionError(request=request)
+    where = unreachable_server(refused)
+    assert where is not None and "http://127.0.0.1:9/v1" in where and "OPENAI_BASE_URL" in where
+    question = model_unavailable("planner", "APIConnectionError", where).question or ""
+    assert "OPENAI_BASE_URL" in question and "127.0.0.1:9" in question
+    answered = httpx.HTTPStatusError(
+        "503", request=request, response=httpx.Response(503, request=request)
+    )
+    assert unreachable_server(answered) is None  # a server answered: not a connection

@@ -829,10 +829,18 @@ def test_a_model_that_cannot_be_made_fails_the_run_with_a_message_that_stays(
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     graph, _ = sqlite_graph(tmp_path, {})
-    result = run(graph, "write a report", context=Context(model=model), thread_id="t")
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+        run(graph, "write a report", context=Context(model=model), thread_id="t")
+    assert not graph.get_state(thread_config("t")).values  # nothing stored
+    # a server's run (Studio, the SDKs) cannot raise to its caller: it fails, saying why
+    goal = {"messages": [HumanMessage("write a report")]}
+    graph.invoke(goal, thread_config("t"), context=Context(model=model))
+    result = result_of(graph, "t")
     assert result["status"] == "failed" and result["stop_reason"] == "invalid_input"
+    assert result["message"] and words in result["message"]
+    assert result["open_issues"][0]["id"] == "invalid_input"
     last = graph.get_state(thread_config("t")).values["messages"][-1]
-    assert last.type == "ai" and words in last.content
+    assert last.type == "ai" and words in last.content and last.content == result["message"]
     assert (
         "`model` in the assistant's context" in last.content and "DEEPREFLECT_MODEL" in last.content
     )
@@ -845,10 +853,16 @@ def test_a_subagent_model_that_cannot_be_made_fails_the_run_with_the_fix(tmp_pat
     roles = models([step("S1", "a.md")], [END])
     del roles["default"]
     graph, _ = sqlite_graph(tmp_path, roles)
-    result = run(graph, "goal", context=ctx(subagent_model="openai:gpt-4.1-mini"), thread_id="t")
+    bad = ctx(subagent_model="openai:gpt-4.1-mini")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        run(graph, "goal", context=bad, thread_id="t")
+    graph.invoke({"messages": [HumanMessage("goal")]}, thread_config("t"), context=bad)
+    result = result_of(graph, "t")
     assert (result["status"], result["stop_reason"]) == ("failed", "invalid_input")
     last = graph.get_state(thread_config("t")).values["messages"][-1]
     assert "OPENAI_API_KEY" in last.content and "DEEPREFLECT_MODEL" in last.content
+    assert result["message"] == last.content
+    assert result["open_issues"][0]["suggestion"] and result["open_issues"][0]["step_id"] == "S1"
 
 
 class AuthenticationError(Exception):
@@ -885,3 +899,57 @@ def test_agent_resume_refuses_a_decision_the_card_does_not_offer(tmp_path):
     with pytest.raises(ConfigError, match="approve .* or reject"):
         resume(graph, "t", edit, context=ctx())
     assert result_of(graph, "t")["status"] == "awaiting_input"
+
+
+def test_a_missing_check_runner_fails_the_run_at_once_naming_the_package(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    from tests.fakes import sqlite_graph as make
+
+    graph, _ = make(tmp_path, {})
+    result = run(graph, "demo goal", context=ctx(model="scripted:demo"), thread_id="t")
+    values = graph.get_state(thread_config("t")).values
+    assert result["status"] == "failed" and result["stop_reason"] == "invalid_input"
+    assert result["plan_version"] == 1  # no replan spent on it
+    errors = [e for e in values["trajectory"] if e["action"] == "error"]
+    assert errors and errors[0]["fix"] == "pip install pytest"
+    assert "pytest" in errors[0]["observation"]
+    step_id = errors[0]["step_id"]
+    # no draft written for the step: no revision, no fresh draft
+    assert not [
+        e for e in values["trajectory"] if e["step_id"] == step_id and e["action"] != "error"
+    ]
+    assert "pip install pytest" in values["messages"][-1].content
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"models": {"planer": ScriptedChatModel(["x"])}}, "did you mean 'planner'"),
+        ({"models": {"default": "gpt-4.1-mini"}}, "provider:name"),
+        ({"tools": {"codr": []}}, "did you mean 'coder'"),
+    ],
+)
+def test_build_graph_refuses_what_no_run_could_use_with_the_fix(options, words):
+    from agent import ConfigError as Exported
+    from agent import build_graph
+
+    with pytest.raises(Exported, match=words):
+        build_graph(**options)
+
+
+def test_a_paused_or_failed_result_says_why_in_plain_fields(tmp_path):
+    graph, _ = sqlite_graph(tmp_path, models([step("S1", "a.md")], [END]))
+    failed = run(graph, "   ", context=ctx(), thread_id="t")
+    assert failed["status"] == "failed" and failed["message"]
+    assert failed["open_issues"] and failed["open_issues"][0]["evidence"]
+    (tmp_path / "p").mkdir()
+    graph, _ = sqlite_graph(tmp_path / "p", {})
+    paused = run(graph, "demo goal", context=ctx(model="scripted:escalation"), thread_id="p")
+    assert paused["status"] == "awaiting_input"
+    assert paused["message"] == paused["escalation"]["question"]
+    assert paused["open_issues"]

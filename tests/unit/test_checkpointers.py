@@ -63,6 +63,8 @@ def test_the_delta_keys_read_without_the_graph_are_the_states_with_the_same_redu
         dict: ({"x": {"v": 1}}, [{"y": {"v": 2}}, {"x": None}, {"z": {"v": 3}}]),
     }
     for key, (reducer, kind) in DELTA_KEYS.items():
+        if key == "messages":  # LangChain's objects there, their fields here: the test below
+            continue
         base, writes = samples[kind]
         assert reducer(base, writes) == channels[key].reducer(base, writes), key
 
@@ -174,7 +176,7 @@ async def _ainvoke(db: str, thread_id: str) -> dict[str, Any]:
 def test_an_async_sqlite_checkpointer_runs_the_demo_on_a_real_file(tmp_path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    db = str(tmp_path / "deep" / "t.sqlite")
+    db = str(tmp_path / ".deepreflect" / "t.sqlite")  # the one folder a threads path makes
     values = asyncio.run(_ainvoke(db, "t"))
     assert values["status"] == "success"
     with open_checkpointer(db, write=False) as saver:  # and it is a real, shared file
@@ -351,3 +353,27 @@ def test_a_saver_of_a_leased_thread_is_fenced_in_place_and_others_are_left_alone
     assert type(plain) is FencedSqliteSaver
     assert isinstance(mine, FencedSqliteSaver) and isinstance(mine, Mine)
     assert type(memory) is InMemorySaver
+
+
+def test_a_threads_path_makes_only_deepreflects_own_folder(tmp_path):
+    from agent.store.sqlite_files import checked_sqlite_path
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        checked_sqlite_path(tmp_path / "nope" / "dir" / "threads.sqlite", write=True)
+    assert not (tmp_path / "nope").exists()
+    checked_sqlite_path(tmp_path / ".deepreflect" / "threads.sqlite", write=True)
+    assert (tmp_path / ".deepreflect").is_dir()
+
+
+def test_messages_replayed_in_any_batches_keep_the_same_ids():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from agent.state import messages_delta
+
+    writes = [[HumanMessage("goal")], [AIMessage("plan", id="p")], [AIMessage("done")]]
+    one_by_one: list = []
+    for write in writes:
+        one_by_one = messages_delta(one_by_one, [write])
+    together = messages_delta([], writes)
+    assert [m.id for m in one_by_one] == [m.id for m in together] == ["message-0", "p", "message-2"]
+    assert [m.content for m in together] == ["goal", "plan", "done"]

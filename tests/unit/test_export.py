@@ -75,3 +75,11 @@ def test_an_existing_file_is_replaced_only_with_force(tmp_path):
 
     export_files(thread, tmp_path, force=True)
     assert (tmp_path / "a.md").read_text() == "theirs"
+
+
+def test_exporting_under_a_file_says_the_file_is_not_a_folder(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    files = {"a.md": file_entry("A", step=1, status="done")}
+    with pytest.raises(ExportError, match="is a file, not a folder"):
+        export_files(files, tmp_path / "file.txt" / "sub")
+    assert (tmp_path / "file.txt").read_text() == "x"

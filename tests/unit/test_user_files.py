@@ -370,3 +370,12 @@ def test_a_host_name_that_is_not_utf8_is_an_error_naming_it(tmp_path):
     os.close(fd)
     with pytest.raises(UserFileError, match="d/caf"):  # the VFS's reason follows the name
         load_files(["d"], cwd=tmp_path)
+
+
+def test_a_folder_never_gives_deepreflects_own_state_folder(project, monkeypatch):
+    write(project / ".deepreflect" / "threads.sqlite-wal", "WAL text that looks like text\n")
+    write(project / ".deepreflect" / "notes.txt", "state\n")
+    monkeypatch.chdir(project)
+    files = load_files(["."])
+    assert "app.py" in files
+    assert not [p for p in files if p.startswith((".deepreflect/", ".git/"))]

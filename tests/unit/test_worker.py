@@ -671,3 +671,19 @@ def test_a_fresh_draft_is_asked_as_the_first_was_with_the_user_s_file_not_the_fa
     assert prompt_values("subagent_direct", fresh) is not None
     assert "given text" in fresh and "nope" not in fresh
     assert len(model.calls) == 3
+
+
+def test_a_check_whose_runner_is_missing_stops_the_step_before_any_draft(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    step = {**STEP, "done_when": {"kind": "pytest", "tests": ["test_out.py"]}}
+    w, model = worker([tool_call("write_file", path="out.txt", content="OK"), "done"], step=step)
+    run = execute(w)
+    assert [e["action"] for e in run.trajectory] == ["error"]
+    event = run.trajectory[0]
+    assert event["error_class"] == "invalid_input" and event["fix"] == "pip install pytest"
+    assert model.calls == []
