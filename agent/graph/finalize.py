@@ -7,6 +7,7 @@ text and small, else its path and a short excerpt."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from langchain_core.messages import AIMessage
 
 from agent.graph.inputs import StateView, thread_id
 from agent.graph.result import build_result
+from agent.vfs.quoting import screen_text
 from agent.vocabulary import FileStatus, Status, StopReason
 
 __all__ = [
@@ -29,6 +31,10 @@ INLINE_LIMIT = 6_000
 """Characters up to which the main artifact is shown whole."""
 EXCERPT_CHARS = 800
 """Characters of a larger artifact shown as its excerpt."""
+REASON_CHARS = 1000
+"""Characters of a failed run's reason, or of one line of the final answer, shown."""
+ANSWER_LINES = 60
+"""Lines of the final answer shown."""
 _FENCES = {".py": "python", ".sql": "sql", ".json": "json", ".js": "javascript", ".ts": "ts"}
 
 
@@ -38,7 +44,8 @@ def finalize(state: StateView) -> dict[str, Any]:
     files, plan = state.get("files") or {}, state.get("plan")
     update: dict[str, Any] = {"dispatch": []}
     if state.get("status") == Status.FAILED:
-        text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
+        reason = screen_text(last.get("reason") or "", REASON_CHARS)
+        text = f"The run failed ({state.get('stop_reason')}): {reason}".strip()
         if fix := failure_fix(state, last):
             text += f"\n\n{fix}"
         update["messages"] = [AIMessage(text)]
@@ -49,7 +56,7 @@ def finalize(state: StateView) -> dict[str, Any]:
         )
         update["messages"] = [AIMessage(final_message(text, plan, files))]
     else:
-        answer = final_message(last.get("final_answer") or "Done.", plan, files)
+        answer = final_message(shown_lines(last.get("final_answer") or "Done."), plan, files)
         update |= {
             "status": Status.SUCCESS.value,
             "stop_reason": StopReason.END.value,
@@ -93,7 +100,16 @@ def _shown(path: str, content: str) -> str:
     suffix = path[path.rfind(".") :] if "." in path else ""
     fence = _FENCES.get(suffix)
     body = content.rstrip("\n")
-    return f"```{fence}\n{body}\n```" if fence else body
+    # a fence longer than any run of backticks inside, so the content cannot close it
+    ticks = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
+    return f"{ticks}{fence}\n{body}\n{ticks}" if fence else body
+
+
+def shown_lines(text: str) -> str:
+    """A model's answer, which may quote what an artifact wrote, as the chat shows it: each
+    line through :func:`agent.vfs.quoting.screen_text`, at most ``ANSWER_LINES`` lines."""
+    lines = str(text).splitlines()[:ANSWER_LINES]
+    return "\n".join(screen_text(line, REASON_CHARS) if line.strip() else "" for line in lines)
 
 
 def final_message(
