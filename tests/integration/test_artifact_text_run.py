@@ -37,13 +37,17 @@ AGAIN = {"decision": "continue", "reason": "retry with the evidence"}
 
 
 def _paused_on_hostile_evidence(tmp_path, extra: str):
+    return _run_on(tmp_path, hostile_artifact(extra))
+
+
+def _run_on(tmp_path, artifact: str):
     roles = models(
         [step("S1", "slugify.py", check=CHECK)],
         [AGAIN, END, END],
         lambda messages, metadata: (
             "written"
             if isinstance(messages[-1], ToolMessage)
-            else tool_call("write_file", path="slugify.py", content=hostile_artifact(extra))
+            else tool_call("write_file", path="slugify.py", content=artifact)
         ),
     )
     graph, _ = sqlite_graph(tmp_path, roles)
@@ -100,17 +104,7 @@ MARKUP = (
 
 def test_markup_an_artifact_builds_reaches_no_screen_as_markup(tmp_path):
     artifact = f"def slugify(s):\n    raise ValueError({MARKUP[::-1]!r}[::-1])\n"
-    roles = models(
-        [step("S1", "slugify.py", check=CHECK)],
-        [AGAIN, END, END],
-        lambda messages, metadata: (
-            "written"
-            if isinstance(messages[-1], ToolMessage)
-            else tool_call("write_file", path="slugify.py", content=artifact)
-        ),
-    )
-    graph, _ = sqlite_graph(tmp_path, roles)
-    run_graph(graph)
+    _, graph, _ = _run_on(tmp_path, artifact)
 
     said = [
         str(m.content)
