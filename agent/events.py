@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent.vocabulary import Decision
+from agent.vfs.quoting import screen_text
+from agent.vocabulary import Decision, StopReason
 
 if TYPE_CHECKING:  # imported when a message is made: `deepreflect show` starts without it
     from langchain_core.messages import AIMessage
@@ -153,15 +154,16 @@ def is_progress(message: Any) -> bool:
 
 
 def _one_line(text: Any, limit: int) -> str:
-    flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """Text a model or an artifact wrote, as the chat may show it (no markup, link or
+    control code of its own: :func:`agent.vfs.quoting.screen_text`)."""
+    return screen_text(text or "", max(limit, 16))
 
 
 def _plan_text(event: Mapping[str, Any]) -> str:
     steps = list(event.get("steps") or [])
     lines = [
         f"- {_one_line(s['step_id'], 40)}: {_one_line(s['action'], 40)} → "
-        f"`{_one_line(s['expected_output'], 80)}`"
+        f"{_one_line(s['expected_output'], 80)}"
         for s in steps[:MAX_PLAN_LINES]
     ]
     if len(steps) > MAX_PLAN_LINES:
@@ -188,7 +190,7 @@ def _decision_text(event: Mapping[str, Any]) -> str:
     if event.get("decision") == Decision.ESCALATE:
         # the question itself follows as the pause's own message; here only why
         why = event.get("stop_reason")
-        return head + (f" — {_one_line(why, 80)}" if why else "")
+        return head + (f" — {why}" if why in set(StopReason) else "")
     reason = _one_line(event.get("reason"), 300)
     return head + (f" — {reason}" if reason else "")
 

@@ -217,7 +217,7 @@ def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: f
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
-    if problem := _not_as_planned(verdict, artifact):
+    if problem := _not_as_planned(verdict, artifact) or _refusal(verdict):
         return False, 0.0, problem
     if not verdict.get("ok"):
         return False, 0.0, _describe_failure(verdict, path)
@@ -241,7 +241,11 @@ def _pytest_verdict(files: Mapping[str, str], tests: Sequence[str], timeout_s: f
         return False, 0.0, problem
     if verdict.get("session_finished") is not True:
         return False, 0.0, "the test session did not finish | " + _tail(check, artifact)
-    return _judge_pytest(verdict, check.stdout)
+    passed, score, evidence = _judge_pytest(verdict, check.stdout)
+    if refusal := _refusal(verdict):
+        # a test whose code caught the refusal passed on the artifact's word: no score
+        return False, 0.0 if passed else score, f"{refusal} | {evidence}"
+    return passed, score, evidence
 
 
 def _split(
@@ -336,7 +340,18 @@ def _not_as_planned(verdict: dict[str, Any], artifact: SandboxResult) -> str | N
     if tainted:
         reasons = "; ".join(str(t)[:300] for t in tainted[:3])
         return f"the bridge to the artifact's process was broken: {reasons}"
+    if not isinstance(verdict.get("refused"), list):
+        return "the check's report is incomplete (no refusals)"
     return None
+
+
+def _refusal(verdict: dict[str, Any]) -> str | None:
+    """The first decision the check refused to take on the artifact's word (a handle
+    compared, used as a truth value or a number): one line saying what the artifact
+    returned and what a check compares instead. Such a check fails, whatever its code
+    caught."""
+    refused = verdict.get("refused") or []
+    return str(refused[0])[:600] if refused else None
 
 
 def _unfinished(check: SandboxResult, artifact: SandboxResult, timeout_s: float) -> str:

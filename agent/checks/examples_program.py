@@ -53,6 +53,37 @@ _deepreflect_broken = (
     ImportError,
     RecursionError,
 )
+
+
+def _deepreflect_plain(value, depth=0):
+    if value is None or type(value) in (bool, int, float, complex, str, bytes):
+        return True
+    if depth > 4 or type(value) not in (list, tuple, set, frozenset, dict):
+        return False
+    items = [*value.keys(), *value.values()] if type(value) is dict else list(value)
+    return all(_deepreflect_plain(item, depth + 1) for item in items)
+
+
+def _deepreflect_matches(got, want):
+    """Whether ``got`` is the stated result ``want`` (source), and why not. A result stated
+    as plain data is compared with ``==`` only once its type is checked here: an object of
+    the artifact's where the example states a str (an int, a list …) fails as that, never by
+    its own ``==``. A result stated as an object (or as text that does not evaluate) is
+    compared by ``repr``, the object's own text."""
+    try:
+        wanted = eval(want)
+    except Exception:
+        return repr(got) == want, ""
+    if not _deepreflect_plain(wanted):
+        return repr(got) == repr(wanted), ""
+    if not _deepreflect_plain(got):
+        return False, " (an object of the artifact's, not plain data)"
+    numbers = (bool, int, float, complex)
+    if type(got) is not type(wanted) and not (type(got) in numbers and type(wanted) in numbers):
+        return False, f" (a {type(got).__name__})"
+    return got == wanted, ""
+
+
 # an example states its result; a smoke call only the type of its result
 _deepreflect_calls = [(c, w, "") for c, w in EXAMPLES] + [(c, None, r) for c, r in SMOKE]
 for _call, _want, _returns in _deepreflect_calls if not _deepreflect_failed else ():
@@ -63,12 +94,9 @@ for _call, _want, _returns in _deepreflect_calls if not _deepreflect_failed else
             _deepreflect_failed.append(f"{_call} raised {type(_exc).__name__}: {_exc}")
         continue
     if _want is not None:
-        try:
-            _ok = _got == eval(_want)
-        except Exception:
-            _ok = repr(_got) == _want
+        _ok, _why = _deepreflect_matches(_got, _want)
         if not _ok:
-            _deepreflect_failed.append(f"{_call} returned {_got!r}, expected {_want}")
+            _deepreflect_failed.append(f"{_call} returned {_got!r}{_why}, expected {_want}")
     elif _returns == "None" and _got is not None:
         _deepreflect_failed.append(f"{_call} returned {_got!r}, expected None")
     elif _returns in _deepreflect_types and type(_got) not in _deepreflect_types[_returns]:
@@ -85,18 +113,11 @@ def _deepreflect_outcome(call, namespace):
         return ("raises", type(exc).__name__)
 
 
-def _deepreflect_plain(value, depth=0):
-    if value is None or type(value) in (bool, int, float, complex, str, bytes):
-        return True
-    if depth > 4 or type(value) not in (list, tuple, set, frozenset, dict):
-        return False
-    items = [*value.keys(), *value.values()] if type(value) is dict else list(value)
-    return all(_deepreflect_plain(item, depth + 1) for item in items)
-
-
 def _deepreflect_equal(was, now):
     """Equal as a caller comparing with ``==`` sees it (``nan`` equal to itself): a
     refactor returning ``10.799999999999999`` for ``10.8`` changed what the call returns."""
+    if not _deepreflect_plain(now):
+        return False  # an object of the artifact's where plain data was: never its own ``==``
     if type(was) is float or type(now) is float:
         try:
             return was == now or repr(was) == repr(now)

@@ -13,19 +13,21 @@ must be equal, in order only when the reference itself orders them; numbers comp
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import math
 import os
 import re
 import sqlite3
 import stat
+import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from agent.checks.databases import SQLITE_HEADER, absolute, database_problem, is_database_name
+from agent.checks.databases import SQLITE_HEADER, absolute, is_database_name
 from agent.checks.registry import CheckScope, current_databases, register_check
 from agent.checks.report import CheckReport, make_report, short
 from agent.sandbox import Job, program, run_jobs
@@ -279,18 +281,21 @@ def _database(name: str, files: Mapping[str, str], path: str) -> _Database | str
 
 
 def _declared(name: str, path: str) -> _Database | str:
-    """A snapshot of the declared file, taken by the host through a read-only connection
-    (so a WAL database's recent writes are in it); evidence names the database, never its
-    path, which the model is not shown."""
-    full = absolute(path)  # symlinks resolved: the file the user meant, not a later swap
-    if problem := database_problem(full):
-        return f"declared database {name!r} {problem}"
-    if (size := os.stat(full).st_size) > SQL_MAX_DB_BYTES:
-        return f"declared database {name!r} {_too_big(size)}"
+    """A snapshot of the declared file, taken by the host (with its WAL, so a WAL database's
+    recent writes are in it); evidence names the database, never its path, which the model
+    is not shown. ``path`` was resolved once, when it was declared: it is opened here
+    component by component without following any symbolic link, so a link swapped in since
+    (for the file or a folder above it) is refused, never followed."""
+    if not os.path.isabs(path):  # not declared through ``declare_databases``: resolved now
+        path = absolute(path)
     try:
-        image = _snapshot(full)
+        image = _snapshot(path)
+    except _Moved as exc:
+        return f"declared database {name!r} {exc}"
     except (sqlite3.Error, OSError) as exc:
         return f"declared database {name!r} cannot be read: {type(exc).__name__}: {exc}"
+    if isinstance(image, str):
+        return f"declared database {name!r} {image}"
     if len(image) > SQL_MAX_DB_BYTES:
         return f"declared database {name!r} {_too_big(len(image))}"
     return _Database("image", base64.b64encode(image).decode("ascii"), len(image))
@@ -300,21 +305,75 @@ def _too_big(size: int) -> str:
     return f"has {size} bytes; a check copies at most {SQL_MAX_DB_BYTES} into its sandbox"
 
 
-def _snapshot(path: str) -> bytes:
-    """The database's bytes as a reader sees them; the file's own bytes when SQLite cannot
-    open it read-only (a WAL database in a folder this process may not write)."""
+class _Moved(OSError):
+    """A symbolic link now stands on the path declared (resolved) earlier."""
+
+
+def _open_declared(path: str) -> tuple[int, str]:
+    """The folder of ``path`` opened component by component with ``O_NOFOLLOW``, and the
+    file's name in it: no symbolic link anywhere on the path is followed."""
+    parts = [p for p in path.split(os.sep) if p]
+    folder = os.open(os.sep, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        connection = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    why = "changed since it was declared: a folder on its path is now a link"
+                    raise _Moved(why) from exc
+                raise
+            os.close(folder)
+            folder = inner
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder, parts[-1] if parts else ""
+
+
+def _read_at(folder: int, name: str, limit: int) -> bytes | None:
+    """The regular file ``name`` in ``folder`` (never through a link); None when absent."""
+    try:
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Moved("changed since it was declared: a symbolic link now stands there") from exc
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise _Moved("is not a file any more")
+        return handle.read(limit + 1)
+
+
+def _snapshot(path: str) -> bytes | str:
+    """The database's bytes as a reader sees them: the file and its WAL, read without
+    following links, copied to a private folder and read back by SQLite there; a phrase
+    saying why not (too big, not SQLite) instead."""
+    folder, name = _open_declared(path)
+    try:
+        main = _read_at(folder, name, SQL_MAX_DB_BYTES)
+        if main is None:
+            return "cannot be read (No such file or directory)"
+        if len(main) > SQL_MAX_DB_BYTES:
+            return _too_big(len(main))
+        if not main.startswith(SQLITE_HEADER):
+            return "is not an SQLite database (its first bytes are not 'SQLite format 3')"
+        wal = _read_at(folder, f"{name}-wal", SQL_MAX_DB_BYTES)
+    finally:
+        os.close(folder)
+    if not wal:
+        return main
+    with tempfile.TemporaryDirectory(prefix="deepreflect-db-") as private:
+        copy = os.path.join(private, "db")
+        Path(copy).write_bytes(main)
+        Path(f"{copy}-wal").write_bytes(wal)
+        connection = sqlite3.connect(copy)
         try:
             return connection.serialize()
         finally:
             connection.close()
-    except sqlite3.Error:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise
-            return handle.read(SQL_MAX_DB_BYTES + 1)
 
 
 def _thread_file(name: str, content: str) -> _Database | str:

@@ -7,19 +7,20 @@ text and small, else its path and a short excerpt."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
 
 from agent.graph.inputs import StateView, thread_id
-from agent.graph.result import build_result, failure_fix, failure_text
+from agent.graph.result import build_result, failure_text
+from agent.vfs.quoting import screen_text
 from agent.vocabulary import FileStatus, Status, StopReason
 
 __all__ = [
     "EXCERPT_CHARS",
     "INLINE_LIMIT",
-    "failure_fix",
     "final_message",
     "finalize",
     "main_artifact",
@@ -29,6 +30,10 @@ INLINE_LIMIT = 6_000
 """Characters up to which the main artifact is shown whole."""
 EXCERPT_CHARS = 800
 """Characters of a larger artifact shown as its excerpt."""
+REASON_CHARS = 1000
+"""Characters of a failed run's reason, or of one line of the final answer, shown."""
+ANSWER_LINES = 60
+"""Lines of the final answer shown."""
 _FENCES = {".py": "python", ".sql": "sql", ".json": "json", ".js": "javascript", ".ts": "ts"}
 
 
@@ -46,7 +51,7 @@ def finalize(state: StateView) -> dict[str, Any]:
         )
         update["messages"] = [AIMessage(final_message(text, plan, files))]
     else:
-        answer = final_message(last.get("final_answer") or "Done.", plan, files)
+        answer = final_message(shown_lines(last.get("final_answer") or "Done."), plan, files)
         update |= {
             "status": Status.SUCCESS.value,
             "stop_reason": StopReason.END.value,
@@ -77,7 +82,16 @@ def _shown(path: str, content: str) -> str:
     suffix = path[path.rfind(".") :] if "." in path else ""
     fence = _FENCES.get(suffix)
     body = content.rstrip("\n")
-    return f"```{fence}\n{body}\n```" if fence else body
+    # a fence longer than any run of backticks inside, so the content cannot close it
+    ticks = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
+    return f"{ticks}{fence}\n{body}\n{ticks}" if fence else body
+
+
+def shown_lines(text: str) -> str:
+    """A model's answer, which may quote what an artifact wrote, as the chat shows it: each
+    line through :func:`agent.vfs.quoting.screen_text`, at most ``ANSWER_LINES`` lines."""
+    lines = str(text).splitlines()[:ANSWER_LINES]
+    return "\n".join(screen_text(line, REASON_CHARS) if line.strip() else "" for line in lines)
 
 
 def final_message(

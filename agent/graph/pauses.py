@@ -18,7 +18,7 @@ from agent.prompts import render
 from agent.reflection.answers import labels_text, review_request
 from agent.reflection.situation import Situation
 from agent.tools.approvals import approval_payload, pending_requests
-from agent.vfs.quoting import quote_data
+from agent.vfs.quoting import quote_data, screen_text
 from agent.vocabulary import Decision, Status, StopReason
 
 __all__ = [
@@ -133,6 +133,10 @@ def escalation_of(d: rules.Decision, s: Situation, state: StateView) -> dict[str
     return payload | review_request(payload)
 
 
+QUESTION_CHARS = 2000
+"""A pause's question as the chat shows it, at most."""
+
+
 def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
     """What a thread holds while it waits for a human: the escalation, its status, the
     question as an AI message and the ``Result`` (written before ``escalate`` pauses, since a
@@ -140,7 +144,9 @@ def paused(state: StateView, payload: dict[str, Any]) -> dict[str, Any]:
     # every label a human may type, each shown literally (a label may hold markdown)
     always = payload.get("kind") != "approval"
     labels = labels_text(payload.get("suggested_responses"), always=always)
-    text = payload.get("question", "How should I proceed?") + (f"\n{labels}" if labels else "")
+    # the question quotes evidence the artifact wrote: shown as text, never as markup
+    question = screen_text(payload.get("question") or "How should I proceed?", QUESTION_CHARS)
+    text = question + (f"\n{labels}" if labels else "")
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     # each pause a message of its own, after the human's words (a chat UI draws the question's
     # card under the last one); the same id when a node re-runs, so a replay adds nothing

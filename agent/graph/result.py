@@ -9,6 +9,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from agent.plan.progress import is_done
+from agent.vfs.quoting import screen_text
 from agent.vocabulary import WAITING, FileStatus, Status, StopReason
 
 
@@ -55,10 +56,15 @@ def failure_fix(state: Mapping[str, Any], decision: Mapping[str, Any]) -> str:
     return ""
 
 
+REASON_CHARS = 1000
+"""Characters of a failed run's reason shown."""
+
+
 def failure_text(state: Mapping[str, Any]) -> str:
     """What a failed run says: the stop reason, the failing decision's reason, its fix."""
     last = (state.get("decisions") or [{}])[-1]
-    text = f"The run failed ({state.get('stop_reason')}): {last.get('reason', '')}".strip()
+    reason = screen_text(str(last.get("reason") or ""), REASON_CHARS)  # artifact text: data
+    text = f"The run failed ({state.get('stop_reason')}): {reason}".strip()
     if fix := failure_fix(state, last):
         text += f"\n\n{fix}"
     return text

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from agent.events import is_progress
 from agent.graph.result import Result
+from agent.vfs.quoting import screen_text, strip_invisible
 from agent.vocabulary import WAITING, Decision, FileStatus, Status, StopReason
 
 _STATUS_STYLE: dict[str, str] = {
@@ -34,8 +35,9 @@ Styled = tuple[object, str]
 
 
 def printable(value: object) -> str:
-    """``value`` as text with every terminal control character made visible."""
-    return str(value).translate(_CONTROLS)
+    """``value`` as text with every terminal control character made visible and no escape
+    sequence or invisible (bidi) character."""
+    return strip_invisible(str(value)).translate(_CONTROLS)
 
 
 def line(*parts: object | Styled) -> Text:
@@ -139,8 +141,7 @@ class Progress:
 
 
 def _short(text: str, limit: int = 140) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return screen_text(text, limit, markdown=False)
 
 
 def _reason(update: Mapping[str, Any]) -> str:

@@ -24,7 +24,6 @@ from typing import Any
 
 from __deepreflect_bridge__.artifact_side import ArtifactSide  # type: ignore[import-not-found]
 from __deepreflect_bridge__.check_side import CheckSide  # type: ignore[import-not-found]
-from __deepreflect_bridge__.remote import Remote  # type: ignore[import-not-found]
 from __deepreflect_bridge__.wire import connect  # type: ignore[import-not-found]
 
 # -- the artifact's side ---------------------------------------------------------------------
@@ -70,17 +69,47 @@ def _package_module(path: str) -> str | None:
 
 
 class _RemoteModule(types.ModuleType):
-    """An artifact module seen from the check: attribute reads go to the artifact's process;
-    a module it imported reads as the check's own import (``from slugify import *`` never
-    binds the artifact's ``pytest`` or ``math`` in a test)."""
+    """An artifact module seen from the check: attribute reads go to the artifact's process,
+    but a name of a module the check knows (``math``, ``pytest``) reads as the check's own
+    import, and ``import *`` never binds a name the importer already has or a builtin."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__") and name != "__all__":
             raise AttributeError(name)
         remote = self.__dict__["_deepreflect_remote"]
-        if name == "__all__":  # ``import *`` never rebinds the test's builtins
-            return [n for n in remote.__all__ if not hasattr(builtins, n)]
-        return _own(getattr(remote, name))
+        if name == "__all__":  # ``from m import *``: the importer's frame is the caller's
+            bound = sys._getframe(1).f_globals
+            names = _names(remote.__all__)
+            return [n for n in names if n not in bound and not hasattr(builtins, n)]
+        own = None if f"{self.__name__}.{name}" in _artifact_modules() else _check_module(name)
+        return own if own is not None else getattr(remote, name)
+
+
+def _names(listed: Any) -> list[str]:
+    """The artifact's list of public names, as plain identifiers (its word, checked here)."""
+    if type(listed) is not list:
+        raise TypeError("the artifact's module listed its names as something else than a list")
+    return [n for n in listed if type(n) is str and n.isidentifier() and not n.startswith("_")]
+
+
+def _artifact_modules() -> set[str]:
+    return set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
+
+
+def _check_module(name: str) -> types.ModuleType | None:
+    """The check's own import of ``name`` when it names a module the check knows (standard
+    library or already imported here) and not one of the artifact's: whatever the artifact
+    binds to that name, the check never uses the artifact's object in its place."""
+    if name in _artifact_modules():
+        return None
+    if name in sys.modules:
+        return sys.modules[name]
+    if name not in sys.stdlib_module_names:
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
 
 
 class _RemoteFinder:
@@ -115,7 +144,8 @@ def _report(verdict: dict[str, Any], bridge: CheckSide) -> None:
     if os.getpid() != _RUNNER_PID:
         os._exit(1)  # a process the check code forked: only the runner itself reports
     bridge.finish()
-    report = {**verdict, "tainted": list(bridge.tainted), "finished": True}
+    refused = list(bridge.refused)
+    report = {**verdict, "tainted": list(bridge.tainted), "refused": refused, "finished": True}
     with os.fdopen(int(os.environ["DEEPREFLECT_REPORT_FD"]), "w", encoding="utf-8") as out:
         json.dump(report, out)
 
@@ -146,26 +176,19 @@ def check_python(artifact: str, code_file: str) -> None:
     _report({"ok": True}, bridge)
 
 
-def _own_names(artifact: dict[str, Any]) -> dict[str, Any]:
-    """The artifact's names for the check code, but never the check's own tools: a name that
-    would shadow a builtin (``abs``, ``len``, ``AssertionError``) is left out, and a module the
-    artifact imported (``math``) is the check's own import of it, not the artifact's."""
-    return {name: _own(value) for name, value in artifact.items() if not hasattr(builtins, name)}
-
-
-def _own(value: Any) -> Any:
-    """A standard or already imported module of the artifact's as the check's own import."""
-    module = value._facts.get("module") if isinstance(value, Remote) else None
-    if not isinstance(module, str):
-        return value
-    top = module.split(".")[0]
-    own = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
-    if top in own or not (top in sys.stdlib_module_names or module in sys.modules):
-        return value
-    try:
-        return importlib.import_module(module)
-    except Exception:
-        return value  # not importable here: the handle stays
+def _own_names(artifact: Any) -> dict[str, Any]:
+    """The artifact's public names for the check code, as ``from artifact import *`` gives
+    them: no private name, no builtin (``abs``, ``AssertionError``), and a module name
+    (``math``, ``json``) is the check's own import, whatever the artifact bound to it."""
+    if type(artifact) is not dict:
+        raise TypeError("the artifact's names arrived as something else than a dict")
+    names: dict[str, Any] = {}
+    for name in _names(list(artifact)):
+        if hasattr(builtins, name):
+            continue
+        own = _check_module(name)
+        names[name] = own if own is not None else artifact[name]
+    return names
 
 
 def _frames(exc: BaseException) -> Any:

@@ -7,6 +7,12 @@ escape sequences and invisible characters are removed, newlines collapse (no lin
 their own, so no fake ``SYSTEM:`` line), the length is capped with a marker, and the text
 is shown as a JSON string literal after a label our code chose, which no quoted text can
 close.
+
+Where such text reaches a screen (progress messages, the final message, an escalation's
+question, evidence lines: in the chat, in Studio, in the CLI), :func:`screen_text` is the one
+neutraliser: the same cleaning and cap, then escaped for markdown and HTML, so nothing in it
+renders as a link, an image (a browser fetching a URL the artifact chose is a way out of a
+sandbox without network), a tag, emphasis or a fake verdict in bold.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import regex
 
-__all__ = ["clean_text", "data_block", "quote_data"]
+__all__ = ["clean_text", "data_block", "quote_data", "screen_text", "strip_invisible"]
 
 # ANSI / ECMA-48: CSI (ESC [ or 8-bit 0x9B) ... final byte; OSC, DCS, SOS, PM, APC strings up
 # to their terminator (BEL or ST); and the two-byte ESC sequences.
@@ -29,6 +35,40 @@ _ESCAPES = regex.compile(
 )
 # Characters that render as nothing (zero-width, bidi controls, fillers, variation selectors).
 _INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}]")
+
+
+# What markdown would render as markup, escaped with a backslash: links and images (``[``,
+# ``]``), emphasis and strike-through (``*``, ``~``, a ``_`` not inside a word), code (a
+# backtick), a heading at the start, autolinks (``scheme://``, ``www.``, ``user@host``) and
+# the backslash itself; HTML's ``<``, ``>`` and ``&`` as entities, which markdown renders as
+# the characters. Other punctuation (``:``, ``(``, ``-``) is harmless on one line and stays.
+_MARKDOWN = regex.compile(
+    r"[\\`*\[\]~@]|(?<![\p{L}\p{N}])_|_(?![\p{L}\p{N}])|:(?=//)|(?<=\bwww)\.|^#",
+    regex.IGNORECASE,
+)
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without terminal escape sequences and invisible or bidi control characters
+    (newlines and other controls are left to the caller)."""
+    return _INVISIBLE.sub("", _ESCAPES.sub(" ", text))
+
+
+def screen_text(text: object, limit: int = 300, *, markdown: bool = True) -> str:
+    """Text the artifact controls, as a screen shows it: :func:`clean_text` (one line, no
+    control, escape or bidi code, capped at ``limit``), then, for a screen that renders
+    markdown (chat, Studio), escaped so that no part of it is markup: no live link or image,
+    no HTML, no emphasis. ``markdown=False`` for the terminal, which renders none."""
+    if not markdown:
+        return clean_text(text, limit)
+    budget = limit
+    while True:  # escaping lengthens: cut the text shorter until it fits (or is 16 long)
+        line = "".join(_ENTITIES.get(c, c) for c in clean_text(text, budget))
+        shown = _MARKDOWN.sub(lambda m: "\\" + m.group(0), line)
+        if len(shown) <= limit or budget == 16:
+            return shown
+        budget = max(16, budget - (len(shown) - limit))
 
 
 def _visible(char: str) -> str:
@@ -49,7 +89,7 @@ def clean_text(text: object, limit: int) -> str:
         msg = f"limit must be at least 16 characters, not {limit}"
         raise ValueError(msg)
     raw = text if isinstance(text, str) else str(text)
-    raw = _INVISIBLE.sub("", _ESCAPES.sub(" ", raw))
+    raw = strip_invisible(raw)
     line = " ".join("".join(_visible(c) for c in raw).split())
     if len(line) <= limit:
         return line

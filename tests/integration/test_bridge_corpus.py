@@ -1,9 +1,11 @@
 """No correct artifact loses: the idioms Python tests use keep working through the bridge.
 
-One artifact package and one test file hold the whole corpus (classes and their methods,
-dataclasses compared with ``==``, generators, iterators, context managers, the artifact's
-own exceptions under ``pytest.raises``, fixtures, parametrize, callbacks, ``pytest.approx``),
-so each isolation level pays for one sandboxed run; a second test runs it as ``python``.
+One artifact package and one test file hold the whole corpus (classes and their methods, objects
+compared by their fields read as plain data (an artifact's object takes part in no ``==``,
+ordering or truth test of the check's: docs/security.md), generators, iterators, context managers,
+the artifact's own exceptions under ``pytest.raises``, fixtures, parametrize, callbacks,
+``pytest.approx``), so each isolation level pays for one sandboxed run; a second test runs it as
+``python``.
 """
 
 from __future__ import annotations
@@ -226,6 +228,10 @@ SHAPES = textwrap.dedent(
 
     def int_type():
         return int
+
+
+    def missing(key):
+        raise KeyError(key)
     """
 )
 
@@ -239,7 +245,7 @@ TESTS = textwrap.dedent(
 
     from shapes import (
         NegativeSide, Point, Polygon, Recorder, ShapeError, Square, Stack, Countdown, Vector,
-        Version, apply, complex_root, fib, half, int_type, mapped, mean, money, opened,
+        Version, apply, complex_root, fib, half, int_type, mapped, mean, missing, money, opened,
         ordered, origin, pair, retry, sort_by, squares, tomorrow, word_counts,
     )
 
@@ -261,50 +267,49 @@ TESTS = textwrap.dedent(
         assert square.area() == 16
 
 
-    def test_dataclasses_compare_by_fields():
-        assert Point(1, 2) == Point(1, 2)
-        assert Point(1, 2) != Point(2, 1)
-        assert origin() == Point(0, 0)
-        assert isinstance(origin(), Point) and not isinstance(origin(), Square)
+    def xy(point):
+        return (point.x, point.y)
+
+
+    def test_objects_compare_by_their_fields_read_as_plain_data():
+        assert xy(Point(1, 2)) == (1, 2)
+        assert xy(Point(1, 2)) != xy(Point(2, 1))
+        assert xy(origin()) == (0, 0)
         assert isinstance(NegativeSide(1), ShapeError)
-        assert origin().moved(1, 2) == Point(1, 2)
+        assert xy(origin().moved(1, 2)) == (1, 2)
         assert Point(1, 2).x == 1
-        assert Point(1, 2) in [Point(0, 0), Point(1, 2)]
-        assert Point(3, 3) not in [Point(0, 0)]
-        assert {Point(1, 2): "a"}[Point(1, 2)] == "a"
-        assert Polygon().add(Point(0, 0)).add(Point(1, 1)) == Polygon([Point(0, 0), Point(1, 1)])
-        assert Polygon([Point(0, 0)]) != Polygon([Point(0, 1)])
+        assert (1, 2) in [xy(p) for p in [Point(0, 0), Point(1, 2)]]
+        assert {xy(Point(1, 2)): "a"}[(1, 2)] == "a"
+        polygon = Polygon().add(Point(0, 0)).add(Point(1, 1))
+        assert [xy(p) for p in polygon.points] == [(0, 0), (1, 1)]
 
 
-    def test_dataclass_order():
-        assert Version(1, 2) < Version(1, 10)
-        assert sorted([Version(2, 0), Version(1, 5)]) == [Version(1, 5), Version(2, 0)]
-        assert max(Version(1, 0), Version(0, 9)) == Version(1, 0)
+    def test_dataclass_order_by_fields():
+        versions = [Version(2, 0), Version(1, 5)]
+        assert sorted((v.major, v.minor) for v in versions) == [(1, 5), (2, 0)]
 
 
     def test_operators_of_a_class():
-        assert Vector(1, 2) + Vector(3, 4) == Vector(4, 6)
-        assert Vector(1, 2) * 3 == Vector(3, 6)
-        assert 2 * Vector(1, 1) == Vector(2, 2)
+        assert xy(Vector(1, 2) + Vector(3, 4)) == (4, 6)
+        assert xy(Vector(1, 2) * 3) == (3, 6)
+        assert xy(2 * Vector(1, 1)) == (2, 2)
         assert Vector(3, 4).norm() == 5.0
 
 
-    def test_objects_without_eq_compare_by_identity(stack):
+    def test_a_handle_equals_itself(stack):
         assert stack == stack
-        assert Stack() != Stack()
-        assert stack.push(3) is stack
+        assert len(stack.push(3)) == 3
 
 
     def test_fixture_stack(stack):
         assert len(stack) == 2
-        assert stack
         assert list(stack) == [2, 1]
         assert stack[0] == 1
         assert 2 in stack
         assert 5 not in stack
         assert stack.pop() == 2
         assert stack.pop() == 1
-        assert not stack
+        assert len(stack) == 0
         with pytest.raises(IndexError, match="empty"):
             stack.pop()
 
@@ -330,7 +335,7 @@ TESTS = textwrap.dedent(
             assert recorder.events == ["enter"]
         assert recorder.events == ["enter", "exit"]
         with Recorder() as suppressing:
-            raise KeyError("swallowed by the artifact, as asked")
+            missing("swallowed by the artifact, as its own error")
         assert suppressing.events == ["enter", "exit:KeyError"]
         log = []
         with opened(log.append) as resource:  # a list passed in would be a copy
@@ -384,7 +389,7 @@ TESTS = textwrap.dedent(
 
 CHECK_CODE = textwrap.dedent(
     """
-    assert Point(1, 2) == Point(1, 2) and origin() == Point(0, 0)
+    assert (Point(1, 2).x, Point(1, 2).y) == (1, 2) and origin().x == 0
     assert list(squares(3)) == [0, 1, 4]
     assert apply(lambda x: x + 1, [1]) == [2]
     try:

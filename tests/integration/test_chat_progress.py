@@ -10,6 +10,7 @@ from agent import Context, resume, run
 from agent.events import MAX_PROGRESS_CHARS, MAX_PROGRESS_MESSAGES, is_progress
 from agent.runs.progress import history
 from agent.runs.runner import thread_config
+from agent.vfs.quoting import screen_text
 from tests.fakes import END, chain, models, sqlite_graph
 
 
@@ -54,7 +55,7 @@ def test_every_plan_check_and_decision_is_one_progress_message_kept_in_the_threa
     for message, event in zip(checks, checked, strict=True):
         assert event["step_id"] in message.content
         assert ("passed" if event["check"]["passed"] else "failed") in message.content
-        evidence_line = " ".join(event["observation"].split())[:60]
+        evidence_line = screen_text(event["observation"])[:60]  # as the chat shows it
         assert evidence_line in " ".join(message.content.split())
     reflected = [d for d in values["decisions"] if d.get("round") is not None]
     assert len(decided) == len(reflected)

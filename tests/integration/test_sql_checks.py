@@ -570,3 +570,30 @@ def _no_host_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_the_context_rejects_a_declaration_naming_a_directory(tmp_path):
     assert any("is not a file" in p for p in Context(databases=f"x={tmp_path}").validate())
+
+
+@pytest.mark.parametrize("swapped", ["the file", "a folder above it"])
+def test_a_symlink_swapped_in_after_declaration_is_never_followed(tmp_path, host, swapped):
+    from agent.checks.databases import declare_databases
+
+    make_db(tmp_path / "data" / "shop.db")
+    declared = declare_databases({"shop": str(tmp_path / "data" / "shop.db")})
+    before = snapshot(host)
+    if swapped == "the file":
+        (tmp_path / "data" / "shop.db").rename(tmp_path / "data" / "old.db")
+        (tmp_path / "data" / "shop.db").symlink_to(host / "secret.db")
+    else:
+        (tmp_path / "data").rename(tmp_path / "elsewhere")
+        (tmp_path / "other").mkdir()
+        (tmp_path / "other" / "shop.db").symlink_to(host / "secret.db")
+        (tmp_path / "data").symlink_to(tmp_path / "other")
+
+    report = run_check(
+        {"kind": "sql", "db": "shop", "expect_rows": 1},
+        {"q.sql": "SELECT name FROM items"},
+        "q.sql",
+        databases=declared,
+    )
+
+    assert_held(report, host, before)
+    assert "changed since it was declared" in report["evidence"], report["evidence"]

@@ -19,7 +19,7 @@ from agent.checks import code
 from agent.sandbox import SandboxResult, program_package
 from agent.sandbox.bridge.artifact_side import ArtifactSide
 from agent.sandbox.bridge.check_side import CheckSide
-from agent.sandbox.bridge.remote import Remote
+from agent.sandbox.bridge.remote import HandleRefused
 from agent.sandbox.bridge.wire import BridgeError
 
 
@@ -75,6 +75,7 @@ ROOTS: dict[str, Callable[..., Any]] = {
     "liar": Liar,
     "point": Point,
     "box": Box,
+    "point_class": lambda: Point,
     "apply": lambda f, xs: [f(x) for x in xs],
     "call": lambda f: f(),
     "swallow": lambda f: _swallow(f),
@@ -105,41 +106,70 @@ def root(side: CheckSide, name: str, *args: Any) -> Any:
     return side.request("root", name, *args)
 
 
-def test_a_handle_never_equals_plain_data_whatever_its_eq_says(side):
-    liar = root(side, "liar")
-
-    assert isinstance(liar, Remote)
-    assert liar != "a-b" and not (liar == "a-b") and "a-b" != liar
-    assert liar not in ["a-b"] and liar not in {"a-b"}
-    assert liar != root(side, "liar")  # no state: the same object only
-    assert liar == liar and not side.tainted
+def refused(side: CheckSide, decide: Callable[[], Any]) -> str:
+    """The evidence line of a decision the check refuses, recorded on ``side``."""
+    with pytest.raises(HandleRefused) as info:
+        decide()
+    assert str(info.value) in side.refused
+    return str(info.value)
 
 
-def test_a_handle_is_not_a_number_and_its_arithmetic_with_numbers_decides_nothing(side):
-    liar = root(side, "liar")
+@pytest.mark.parametrize(
+    "decide",
+    [
+        lambda h, other: h == "a-b",
+        lambda h, other: "a-b" == h,
+        lambda h, other: h != "a-b",
+        lambda h, other: h == other,
+        lambda h, other: h != other,
+        lambda h, other: h < other,
+        lambda h, other: sorted([h, other]),
+        lambda h, other: bool(h),
+        lambda h, other: not h,
+        lambda h, other: hash(h),
+        lambda h, other: {h},
+        lambda h, other: "a-b" in [h],
+        lambda h, other: abs(h),
+        lambda h, other: -h,
+        lambda h, other: float(h),
+        lambda h, other: int(h),
+        lambda h, other: round(h),
+        lambda h, other: h - 2.5,
+        lambda h, other: h - other,
+    ],
+)
+def test_a_handle_takes_part_in_no_decision(side, decide):
+    liar, other = root(side, "liar"), root(side, "liar")
 
-    with pytest.raises(TypeError):
-        float(liar)
-    with pytest.raises(TypeError, match="operator"):
-        abs(liar - 2.5)
-    with pytest.raises(TypeError, match="order"):
-        sorted([liar, root(side, "liar")])
+    line = refused(side, lambda: decide(liar, other))
+
+    assert "the artifact returned a 'Liar' object" in line
+    assert not side.tainted
 
 
-def test_truth_and_containment_are_decided_here(side):
-    assert root(side, "liar")  # its __bool__ says False; a handle without __len__ is true
+def test_a_handle_equals_only_itself_and_each_arrival_is_a_new_handle(side):
+    point = root(side, "point", 1, 2)
+
+    assert point == point and not (point != point) and [point] == [point]
+    line = refused(side, lambda: point == root(side, "point", 1, 2))
+    assert "fields read as plain data" in line
+    assert (point.x, point.y) == (1, 2)  # the idiom a check uses instead
+
+
+def test_isinstance_against_the_artifacts_class_is_refused(side):
+    point_class = root(side, "point_class")
+
+    assert not isinstance(1, point_class)
+    line = refused(side, lambda: isinstance(root(side, "point", 1, 2), point_class))
+    assert "isinstance" in line
+
+
+def test_containment_in_a_handle_iterates_it_and_compares_plain_items_here(side):
     box = root(side, "box", [1, 2])
-    empty = root(side, "box", [])
 
-    assert box and not empty
     assert 2 in box and 3 not in box  # its __contains__ says True for everything
     assert len(box) == 2 and list(box) == [1, 2]
-
-
-def test_dataclasses_compare_by_their_fields_here(side):
-    assert root(side, "point", 1, 2) == root(side, "point", 1, 2)
-    assert root(side, "point", 1, 2) != root(side, "point", 2, 1)
-    assert hash(root(side, "point", 1, 2)) == hash(root(side, "point", 1, 2))
+    refused(side, lambda: 1 in root(side, "box", [root(side, "liar")]))
 
 
 def test_a_callback_runs_with_plain_data_and_answers_plain_data(side):
@@ -236,7 +266,7 @@ def test_words_nobody_asked_for_taint_the_check_at_its_end():
 
 # -- the verdict: only when everything went as planned ---------------------------------------
 
-REPORT = json.dumps({"ok": True, "tainted": [], "finished": True})
+REPORT = json.dumps({"ok": True, "tainted": [], "refused": [], "finished": True})
 
 
 def result(**changes: Any) -> SandboxResult:
@@ -267,6 +297,11 @@ def result(**changes: Any) -> SandboxResult:
             "broken",
         ),
         ({"report": REPORT.replace('"tainted": [], ', "")}, "incomplete"),
+        (
+            {"report": REPORT.replace('"refused": []', '"refused": ["the artifact returned"]')},
+            "the artifact returned",
+        ),
+        ({"report": REPORT.replace('"refused": [], ', "")}, "incomplete"),
         ({"report": REPORT.replace("true}", "false}")}, "exited"),
     ],
 )

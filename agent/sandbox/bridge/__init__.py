@@ -10,13 +10,14 @@ check (a failed verdict).
 
 Modules: ``wire`` (length-prefixed JSON messages, :class:`~.wire.BridgeError`), ``plain_data``
 (values as tagged JSON, rebuilt from their base types), ``operations`` (what a handle forwards),
-``remote`` (handles, whose equality, truth, hashing, ordering and containment the check
-decides), ``check_side``, ``artifact_side`` and ``introspection`` (reading an object's state
-without running its code). Messages: ``request {id, op, args}`` and ``callback_reply`` (check
-→ artifact), ``reply {id, ok, value | error}`` and ``callback {id, callback, args, kwargs}``
-(artifact → check). Non-plain values: ``["h", id, type, class, facts]`` an artifact object (a
-handle), ``["e", id, name, chain, base]`` an artifact exception class, ``["r", id]`` an
-artifact object sent back, ``["c", id]`` a check callback.
+``remote`` (handles, which take part in no decision of the check's: comparisons, truth, hashing
+and conversions of a handle fail the check), ``check_side``, ``artifact_side`` and
+``introspection`` (an exception's class chain, read without running the artifact's code).
+Messages: ``request {id, op, args}`` and ``callback_reply`` (check → artifact), ``reply {id, ok,
+value | error}`` and ``callback {id, callback, args, kwargs}`` (artifact → check). Non-plain
+values: ``["h", id, type]`` an artifact object (a handle, labelled by its class's name), ``["e",
+id, name, chain, base]`` an artifact exception class, ``["r", id]`` an artifact object sent back,
+``["c", id]`` a check callback.
 
 Standard library only: this package is copied into both sandboxes as ``__deepreflect_bridge__``
 (``agent.sandbox.programs.program_package``) and imported there; its modules import each other

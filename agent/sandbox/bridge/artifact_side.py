@@ -6,16 +6,14 @@ from __future__ import annotations
 import builtins
 import os
 import socket
-import types
 from collections.abc import Callable
 from typing import Any
 
-from .introspection import builtin_base, class_dict, raw_dict, read_state, real_mro
+from .introspection import builtin_base, raw_dict, real_mro
 from .operations import APPLY
 from .plain_data import decode_plain, encode_plain
 from .wire import BridgeError, Wire
 
-_HEAPTYPE = 1 << 9
 _ARGS = BaseException.__dict__["args"]
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -27,7 +25,6 @@ class ArtifactSide:
         self.wire = Wire(sock)
         self.roots = roots
         self.objects: dict[int, Any] = {}
-        self._facts: dict[int, dict[str, Any]] = {}
         self._next_call = 0
 
     def serve_forever(self) -> None:
@@ -73,8 +70,6 @@ class ArtifactSide:
                 if names is not None
                 else [n for n in dir(target) if not n.startswith("_")]
             )
-        if op == "state":
-            return read_state(target)
         if op == "enter":
             return type(target).__enter__(target)
         if op == "exit":
@@ -107,12 +102,7 @@ class ArtifactSide:
             return ["c", value._number]
         if issubclass(type(value), type) and BaseException in real_mro(value):
             return ["e", *self._class_descriptor(value)]
-        kind = type(value)
-        facts = self._class_facts(kind)
-        if kind is types.ModuleType:
-            namespace = vars(value)  # an exact module: its dict is the interpreter's
-            facts = {**facts, "module": str(dict.get(namespace, "__name__"))}
-        return ["h", self._keep(value), kind.__name__, self._keep(kind), facts]
+        return ["h", self._keep(value), type(value).__name__]
 
     def _class_descriptor(self, cls: type) -> list[Any]:
         chain = [
@@ -134,30 +124,6 @@ class ArtifactSide:
         number = id(value)
         self.objects[number] = value
         return number
-
-    def _class_facts(self, cls: type) -> dict[str, Any]:
-        """What the check needs to decide equality, truth and order itself."""
-        number = id(cls)
-        if number not in self._facts:
-            mro = [k for k in real_mro(cls) if k is not object]
-            defines = {name for k in mro for name in class_dict(k)}
-            eq_owner = next((k for k in mro if "__eq__" in class_dict(k)), None)
-            params = next(
-                (
-                    class_dict(k)["__dataclass_params__"]
-                    for k in mro
-                    if "__dataclass_params__" in class_dict(k)
-                ),
-                None,
-            )
-            heap = eq_owner is not None and type.__dict__["__flags__"].__get__(eq_owner) & _HEAPTYPE
-            self._facts[number] = {
-                "mro": [self._keep(k) for k in mro],
-                "eq": "state" if heap else "identity",
-                "len": "__len__" in defines,
-                "order": bool(getattr(params, "order", False)),
-            }
-        return self._facts[number]
 
     def call_back(self, number: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call the check's callback ``number``; serve the check's requests until it answers."""

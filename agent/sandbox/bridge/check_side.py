@@ -10,9 +10,13 @@ raises :class:`BridgeError` and **taints** the check: ``CheckSide.tainted`` name
 and the runner turns it into a failed verdict.
 
 The artifact's exceptions are raised here as the builtin class or as a local class carrying
-only the artifact class's name and bases; an exit or a test-framework outcome raised by the
-artifact becomes an ordinary error. A failed assertion of the check is never swallowed by
-artifact code: not by a suppressing ``__exit__``, not inside a callback (that taints).
+only the artifact class's name and bases; only ordinary errors cross as themselves: an exit,
+a test-framework outcome, and a ``StopIteration`` that is not the answer to ``next`` (it
+would end the check's own ``map``, ``zip`` or ``all`` early) become an
+:class:`ArtifactError`. The check's own errors are never swallowed by artifact code: an
+artifact's ``__exit__`` may suppress only what the artifact raised, and a failed assertion
+inside a callback taints. A decision a handle refuses (``remote``) is recorded in
+``CheckSide.refused``; a check with a refusal fails, whatever its code caught.
 """
 
 from __future__ import annotations
@@ -23,14 +27,21 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .plain_data import as_int, as_list, as_text, decode_plain, encode_plain, plain_error
-from .remote import Remote
+from .remote import HandleRefused, Remote
 from .wire import BridgeError, Wire
 
 _NOT_RAISED_AS_IS = {"SystemExit", "KeyboardInterrupt", "GeneratorExit", "StopAsyncIteration"}
+MAX_REFUSALS = 5
+MAX_LABEL = 80
 
 
 class ArtifactExit(Exception):
     """The artifact called ``sys.exit`` or raised another process-ending exception."""
+
+
+class ArtifactError(RuntimeError):
+    """An exception of the artifact's that would steer the check's flow if it crossed as
+    itself (a ``StopIteration`` from anything but ``next``)."""
 
 
 class CheckSide:
@@ -39,8 +50,9 @@ class CheckSide:
     def __init__(self, sock: socket.socket) -> None:
         self.wire = Wire(sock)
         self.tainted: list[str] = []
+        self.refused: list[str] = []
         self._next_id = 0
-        self._handles: dict[int, Remote] = {}
+        self._raised: dict[int, BaseException] = {}
         self._callbacks: dict[int, Callable[..., Any]] = {}
         self._callback_ids: dict[int, int] = {}
         self._classes: dict[int, type[BaseException]] = {}
@@ -65,7 +77,30 @@ class CheckSide:
         except BridgeError as exc:
             self._taint(str(exc))
             raise
+        if isinstance(failure, StopIteration | StopAsyncIteration) and (
+            op != "apply" or not args or args[0] != "next"
+        ):
+            failure = ArtifactError(
+                f"the artifact raised {type(failure).__name__} from a call that was not "
+                f"next(): {failure}"
+            )
+        self._raised[id(failure)] = failure
         raise failure
+
+    def refuse(self, line: str) -> NoReturn:
+        """Fail closed on a decision a handle cannot take part in: the line is the check's
+        evidence, and the check fails even if its code catches the error."""
+        if line not in self.refused and len(self.refused) < MAX_REFUSALS:
+            self.refused.append(line)
+        raise HandleRefused(line)
+
+    def raised_by_artifact(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an exception a reply of the artifact's raised here."""
+        return self._raised.get(id(exc)) is exc
+
+    def exception_class_id(self, cls: type) -> int | None:
+        """The artifact's id of a stand-in exception class, for its ``__exit__``."""
+        return self._class_ids.get(cls)
 
     def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request; its reply, after running the callbacks the artifact calls."""
@@ -170,14 +205,8 @@ class CheckSide:
     def _rebuild(self, data: list[Any], depth: int) -> Any:
         tag = data[0]
         try:
-            if tag == "h":
-                number = as_int(data[1])
-                if number not in self._handles:
-                    facts = data[4] if isinstance(data[4], dict) else {}
-                    self._handles[number] = Remote(
-                        self, number, as_text(data[2]), as_int(data[3]), facts
-                    )
-                return self._handles[number]
+            if tag == "h":  # a new handle per arrival: identity is not the artifact's word
+                return Remote(self, as_int(data[1]), _label(data[2]))
             if tag == "e":
                 return self._stand_in(data[1:])
             if tag == "c" and data[1] in self._callbacks:
@@ -261,6 +290,12 @@ class CheckSide:
                 self._class_ids[cls] = link_id
             parent = self._classes[link_id]
         return parent
+
+
+def _label(name: Any) -> str:
+    """The artifact's name for a class, as a short identifier-like label for evidence."""
+    text = "".join(c for c in as_text(name)[:MAX_LABEL] if c.isalnum() or c in "_.")
+    return text or "?"
 
 
 def _stand_in_str(self: BaseException) -> str:

@@ -1,5 +1,6 @@
 """The operations a handle forwards to the artifact's process, where its own code answers them
-(behaviour under test); what the check decides itself is not among them."""
+(behaviour under test); what the check refuses (comparisons, truth, hashing, unary operators,
+conversions) is not among them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 BINARY = ("add sub mul truediv floordiv mod pow matmul lshift rshift and or xor").split()
-UNARY: dict[str, Callable[..., Any]] = {
-    "neg": operator.neg,
-    "pos": operator.pos,
-    "abs": operator.abs,
-    "invert": operator.inv,
-}
+UNARY = ("neg", "pos", "abs", "invert")
+"""Unary operators: refused on a handle, never forwarded."""
 APPLY: dict[str, Callable[..., Any]] = {
     "call": lambda f, /, *a, **k: f(*a, **k),
     "getattr": getattr,
@@ -28,7 +25,6 @@ APPLY: dict[str, Callable[..., Any]] = {
     "repr": repr,
     "str": str,
     "format": format,
-    **UNARY,
     **{
         name: getattr(operator, name if name not in ("and", "or") else name + "_")
         for name in BINARY

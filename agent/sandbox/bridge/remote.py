@@ -1,55 +1,73 @@
 """Handles: the check's view of an object living in the artifact's process.
 
-Decisions about handles are the check's own: a handle never equals plain data; two handles
-are equal when they are the same object or, for a class that defines ``__eq__``, when their
-states (class and raw instance fields read without running the class's code) are equal as
-compared here; a handle hashes by its class; it is true unless its ``len`` (a plain int) is
-0; ``x in handle`` iterates it and compares here; it orders only as a dataclass with
-``order=True`` (by its fields); ``isinstance(handle, TheirClass)`` follows the real class
-chain. A state with no field, or a dataclass field kept outside the instance (a descriptor),
-is no evidence: such handles equal only themselves. An operator between a handle and plain
-data must answer a handle, so the artifact's arithmetic never decides a number the check
-compares, and a handle is not a number (``float(h)`` fails). Its methods, attributes,
-``str``/``repr`` and ``len`` are its behaviour, answered by its code as plain data or handles.
+A handle takes part in no decision of the check's. Everything known about the object (its
+class, its state, even which object it is) comes from the artifact's process, which runs the
+artifact's code and can rewrite the bridge's own functions there; so nothing it reports
+decides equality, ordering, truth, containment, hashing or arithmetic here. Where a decision
+would need its word, the check **fails closed**: :meth:`CheckSide.refuse` records one evidence
+line (what the artifact returned, what a check compares instead) and raises
+:class:`HandleRefused`, and a check with a refusal never passes, even if its code caught the
+error. Refused: ``==``/``!=`` with anything but the very same handle, ``<`` and its kin,
+``bool``, ``hash``, unary operators, numeric conversions (``float``, ``int``, ``round`` …),
+``isinstance(handle, TheirClass)``, and a binary operator answering plain data. Allowed, as
+the behaviour under test: attribute reads, method calls, ``str``/``repr``/``format`` (plain
+text), ``len`` (a plain int), iteration and item access (plain data or handles), binary
+operators that answer another handle, and ``x in handle``, decided here by iterating it and
+comparing each plain item with ``==``. Each arrival of an object is a new handle, so not even
+identity is the artifact's word: a handle equals only itself.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from .operations import BINARY, UNARY
 from .plain_data import plain_error
-from .wire import BridgeError
+
+INSTEAD = (
+    "a check compares plain values: have the function return plain data (str, int, list, "
+    "dict …), or compare the object's fields read as plain data (`(p.x, p.y) == (1, 2)`) "
+    "or a method's plain result"
+)
+"""What a check can compare instead, said in every refusal."""
+
+
+class HandleRefused(TypeError):
+    """A decision the check would need the artifact's word for; the check fails."""
 
 
 class CheckSide(Protocol):
-    """What a handle needs of the check's side of the link (``check_side.CheckSide``): a
-    request to the artifact, and the artifact's exception classes by id."""
-
-    _class_ids: dict[type, int]
+    """What a handle needs of the check's side of the link (``check_side.CheckSide``)."""
 
     def request(self, op: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+    def refuse(self, line: str) -> NoReturn: ...
+
+    def raised_by_artifact(self, exc: BaseException) -> bool: ...
+
+    def exception_class_id(self, cls: type) -> int | None: ...
 
 
 class Remote:
     """An object living in the artifact's process (a handle). Reads, calls and operators are
-    requests; equality, hashing, truth, ordering and containment are decided here."""
+    requests; no comparison, truth, hash or conversion is answered (module docstring)."""
 
-    __slots__ = ("_side", "_id", "_label", "_class", "_facts")
+    __slots__ = ("_side", "_id", "_label")
+    _side: CheckSide
+    _id: int
+    _label: str
 
-    def __init__(
-        self, side: CheckSide, number: int, label: str, klass: int, facts: dict[str, Any]
-    ) -> None:
+    def __init__(self, side: CheckSide, number: int, label: str) -> None:
         object.__setattr__(self, "_side", side)
         object.__setattr__(self, "_id", number)
         object.__setattr__(self, "_label", label)
-        object.__setattr__(self, "_class", klass)
-        object.__setattr__(self, "_facts", facts)
 
     def _apply(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
         return self._side.request("apply", op, self, *args, **kwargs)
+
+    def _refuse(self, what: str) -> NoReturn:
+        self._side.refuse(f"the artifact returned a '{self._label}' object and the check {what}")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__") and name not in _READABLE_DUNDERS:
@@ -68,13 +86,18 @@ class Remote:
         return self._apply("call", *args, **kwargs)
 
     def __repr__(self) -> str:
-        return str(self._apply("repr"))
+        return self._text(self._apply("repr"), "repr")
 
     def __str__(self) -> str:
-        return str(self._apply("str"))
+        return self._text(self._apply("str"), "str")
 
     def __format__(self, spec: str) -> str:
-        return str(self._apply("format", spec))
+        return self._text(self._apply("format", spec), "format")
+
+    def _text(self, value: Any, how: str) -> str:
+        if type(value) is not str:
+            raise TypeError(f"{how}() of a '{self._label}' must be plain text")
+        return value
 
     def __len__(self) -> int:
         size = self._apply("len")
@@ -102,69 +125,98 @@ class Remote:
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
         error = None if exc is None else plain_error(exc)
-        if exc is not None and type(exc) in self._side._class_ids:
-            error = {"class": self._side._class_ids[type(exc)], "message": str(exc)}
+        number = None if exc is None else self._side.exception_class_id(type(exc))
+        if number is not None:
+            error = {"class": number, "message": str(exc)}
         suppress = self._side.request("exit", self, error)
-        # never swallowed by the artifact: the check's own failure, an outcome, an exit
-        allowed = isinstance(exc, Exception) and not isinstance(exc, AssertionError | BridgeError)
-        return suppress is True and allowed
+        # only what the artifact raised may the artifact swallow: never the check's own
+        # errors (an assertion, a refusal, a JSON error), an outcome or an exit
+        return suppress is True and exc is not None and self._side.raised_by_artifact(exc)
 
-    # -- decided here --------------------------------------------------------------------
-    def __instancecheck__(self, instance: object) -> bool:
-        """``isinstance(handle, TheirClass)``: by the real class chain of the handle."""
-        if not isinstance(instance, Remote) or instance._side is not self._side:
-            return False
-        chain = instance._facts.get("mro")
-        return isinstance(chain, list) and self._id in chain
-
-    def __bool__(self) -> bool:
-        return not self._facts.get("len") or len(self) != 0
-
-    def __hash__(self) -> int:
-        return hash(("deepreflect-handle", self._class))
-
+    # -- refused: each would take the artifact's word ------------------------------------
     def __eq__(self, other: object) -> bool:
-        return _same(self, other, set())
+        if other is self:
+            return True
+        self._refuse(_compared("==", other))
 
     def __ne__(self, other: object) -> bool:
-        return not _same(self, other, set())
-
-    def __contains__(self, item: object) -> bool:
-        return any(_equal(item, value, set()) for value in _iterate(self))
+        if other is self:
+            return False
+        self._refuse(_compared("!=", other))
 
     def __lt__(self, other: object) -> bool:
-        return self._order(other, operator.lt)
+        self._refuse(_compared("<", other))
 
     def __le__(self, other: object) -> bool:
-        return self._order(other, operator.le)
+        self._refuse(_compared("<=", other))
 
     def __gt__(self, other: object) -> bool:
-        return self._order(other, operator.gt)
+        self._refuse(_compared(">", other))
 
     def __ge__(self, other: object) -> bool:
-        return self._order(other, operator.ge)
+        self._refuse(_compared(">=", other))
 
-    def _order(self, other: object, compare: Callable[[Any, Any], bool]) -> bool:
-        if isinstance(other, Remote) and self._facts.get("order") and other._class == self._class:
-            return compare(_fields(self), _fields(other))
-        msg = f"'{self._label}' objects of the artifact order only as dataclasses with order=True"
-        raise TypeError(msg)
+    def __bool__(self) -> bool:
+        self._refuse(
+            "used it as a truth value (if, and, or, not, assert, all, any); "
+            "test a plain value instead (`len(x) > 0`, a field, a method's plain result)"
+        )
+
+    def __hash__(self) -> int:
+        self._refuse("hashed it (a set member or a dict key); " + INSTEAD)
+
+    def __instancecheck__(self, instance: object) -> bool:
+        """``isinstance(x, TheirClass)``: a check object never is one; a handle's class is
+        the artifact's word."""
+        if not isinstance(instance, Remote):
+            return False
+        instance._refuse(
+            f"asked isinstance() against the artifact's class '{self._label}', a class fact "
+            "only the artifact's process reports; check what the object does instead: "
+            "its fields read as plain data or a method's plain result"
+        )
+
+    def __contains__(self, item: object) -> bool:
+        """``x in handle``: its items (the behaviour under test) compared here."""
+        return any(item is value or item == value for value in _iterate(self))
 
     def _binary(self, name: str, left: Any, right: Any) -> Any:
         result = self._side.request("binary", name, left, right)
-        if not isinstance(result, Remote) and not (
-            isinstance(left, Remote) and isinstance(right, Remote)
-        ):
-            msg = (
-                f"an operator between a '{self._label}' of the artifact and plain data answered"
-                f" plain data ({type(result).__name__}): the artifact's operators do not decide"
-                " a value the check compares; return a plain value instead"
+        if not isinstance(result, Remote):
+            self._refuse(
+                f"applied the operator {_SYMBOLS.get(name, name)}, which answered plain data "
+                f"({type(result).__name__}) decided by the artifact's code; " + INSTEAD
             )
-            raise TypeError(msg)
         return result
 
 
 _READABLE_DUNDERS = {"__name__", "__qualname__", "__doc__", "__all__"}
+_SYMBOLS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "pow": "**",
+    "matmul": "@",
+    "lshift": "<<",
+    "rshift": ">>",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "neg": "unary -",
+    "pos": "unary +",
+    "abs": "abs()",
+    "invert": "~",
+}
+_CONVERSIONS = ("int", "float", "complex", "index", "round", "trunc", "floor", "ceil")
+
+
+def _compared(symbol: str, other: object) -> str:
+    if isinstance(other, Remote):
+        return f"compared it with {symbol} to another object of the artifact's; " + INSTEAD
+    return f"compared it with {symbol} to a plain {type(other).__name__}; " + INSTEAD
 
 
 def _binary_methods(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -177,16 +229,20 @@ def _binary_methods(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     return forward, backward
 
 
-def _unary_method(name: str) -> Callable[..., Any]:
-    return lambda self: self._apply(name)
+def _refused_unary(name: str) -> Callable[..., Any]:
+    def refused(self: Remote, *args: Any) -> Any:
+        what = _SYMBOLS.get(name, f"{name}()")
+        self._refuse(f"applied {what} to it; return plain numbers from the functions under test")
+
+    return refused
 
 
 for _name in BINARY:
     _forward, _backward = _binary_methods(_name)
     setattr(Remote, f"__{_name}__", _forward)
     setattr(Remote, f"__r{_name}__", _backward)
-for _name in UNARY:
-    setattr(Remote, f"__{_name}__", _unary_method(_name))
+for _name in (*UNARY, *_CONVERSIONS):
+    setattr(Remote, f"__{_name}__", _refused_unary(_name))
 
 
 def _iterate(handle: Remote) -> Iterator[Any]:
@@ -196,52 +252,3 @@ def _iterate(handle: Remote) -> Iterator[Any]:
             yield next(iterator)
         except StopIteration:
             return
-
-
-def _state(handle: Remote) -> Any:
-    state = handle._side.request("state", handle)
-    if not isinstance(state, list | tuple) or len(state) != 2:
-        raise BridgeError("the artifact's process sent a malformed state")
-    return state
-
-
-def _fields(handle: Remote) -> tuple[Any, ...]:
-    mode, fields = _state(handle)
-    return tuple(value for _name, value in fields) if mode == "state" else (handle._id,)
-
-
-def _same(handle: Remote, other: object, seen: set[tuple[int, int]]) -> bool:
-    """Two handles: the same object, or one class defining ``__eq__`` and equal states."""
-    if not isinstance(other, Remote) or other._side is not handle._side:
-        return False  # never equal to plain data or to anything of the check
-    if other._id == handle._id:
-        return True
-    if other._class != handle._class or handle._facts.get("eq") != "state":
-        return False
-    if (handle._id, other._id) in seen:
-        return True  # a cycle: equal so far
-    seen.add((handle._id, other._id))
-    mine, theirs = _state(handle), _state(other)
-    if mine[0] != "state" or theirs[0] != "state" or len(mine[1]) != len(theirs[1]):
-        return False
-    if not mine[1]:
-        return False  # no state at all is no evidence of equality: the same object only
-    return all(
-        a[0] == b[0] and _equal(a[1], b[1], seen) for a, b in zip(mine[1], theirs[1], strict=True)
-    )
-
-
-def _equal(left: Any, right: Any, seen: set[tuple[int, int]]) -> bool:
-    """Python's ``==`` on plain data, ours on handles, inside containers too."""
-    if isinstance(left, Remote):
-        return _same(left, right, seen)
-    if isinstance(right, Remote):
-        return False
-    if type(left) in (list, tuple) and type(right) is type(left):
-        pairs = zip(left, right, strict=False)
-        return len(left) == len(right) and all(_equal(a, b, seen) for a, b in pairs)
-    if type(left) is dict and type(right) is dict:
-        return left.keys() == right.keys() and all(
-            _equal(v, right[k], seen) for k, v in left.items()
-        )
-    return bool(left == right)
