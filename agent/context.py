@@ -168,6 +168,19 @@ class Context:
             "then in the prompt only), native (always as schemas) or text (never)."
         },
     )
+    execute_roles: str = field(
+        default="coder",
+        metadata={
+            "description": "Roles whose subagents get the execute tool, comma-separated: they "
+            "run python and pytest commands in the sandbox on their step's files and keep "
+            "what the commands write within their write scope (empty: no role). Only where a "
+            "kernel-enforced sandbox works, or DEEPREFLECT_SANDBOX=process opts in."
+        },
+    )
+    execute_timeout_s: float = field(
+        default=60.0,
+        metadata={"description": "Seconds one execute command may run before it is killed."},
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -189,6 +202,12 @@ class Context:
         if not isinstance(self.interrupt_on, str):
             return []
         return [name.strip() for name in self.interrupt_on.split(",") if name.strip()]
+
+    def execute_role_names(self) -> list[str]:
+        """The roles of ``execute_roles`` (none when it is not a string)."""
+        if not isinstance(self.execute_roles, str):
+            return []
+        return [name.strip() for name in self.execute_roles.split(",") if name.strip()]
 
     def declared_databases(self) -> dict[str, str]:
         """``databases`` as ``{name: absolute path}``; never raises (``validate`` names what
@@ -270,7 +289,7 @@ class Context:
             if self.max_output_tokens < 1:
                 msg = f"max_output_tokens must be positive, got {self.max_output_tokens}"
                 errors.append(("max_output_tokens", msg))
-        for name in ("token_budget", "time_budget_s", "request_timeout_s"):
+        for name in ("token_budget", "time_budget_s", "request_timeout_s", "execute_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
                 errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
         if "planning" in typed and self.planning not in PLANNING:

@@ -31,6 +31,8 @@ CONTEXT_FLAGS = {
     "workload": "workload",
     "planning": "planning",
     "approve_tools": "interrupt_on",
+    "execute_roles": "execute_roles",
+    "execute_timeout": "execute_timeout_s",
 }
 
 
@@ -143,3 +145,11 @@ def mcp(p: argparse.ArgumentParser) -> None:
         help="tools whose calls wait for your approval, comma-separated, e.g. "
         "send_email,run_migration ($DEEPREFLECT_INTERRUPT_ON)",
     )
+    _setting(
+        p, "--execute-roles", "roles whose subagents run commands in the sandbox with "
+        "execute, comma-separated (default coder; empty: none)", metavar="ROLES", env=True,
+    )  # fmt: skip
+    _setting(
+        p, "--execute-timeout", "seconds one execute command may run", type=float, metavar="S",
+        env=True,
+    )  # fmt: skip

@@ -45,6 +45,7 @@ from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
 from agent.models.factory import Metered, merge_usage
 from agent.sandbox import SandboxUnavailable
+from agent.tools.command import EXECUTE
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
 from agent.tools.text_calls import fenced_file
@@ -85,7 +86,9 @@ class StepWorker:
             "expected_output": step["expected_output"],
             "instructions": step["instructions"],
         }
-        self.extra_tools = bool(extra_tools)
+        # execute alone does not take a step off the direct prompt: it helps a step that
+        # converses through its tools, and a direct answer needs none
+        self.extra_tools = any(t.name != EXECUTE for t in extra_tools or [])
         self.computed = is_computed(str(step["expected_output"]))
         """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
         self.failure: str | None = None  # why the current draft printed no artifact

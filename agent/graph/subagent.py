@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
@@ -25,10 +26,18 @@ from agent.models.factory import JUDGE, Metered, merge_usage
 from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
+from agent.tools.command import EXECUTE, execute_available, execute_tool
 from agent.tools.execute import CallScope
 from agent.vfs.origin import keep_origin
 
-__all__ = ["Subagent", "call_scope", "step_update", "task_inputs", "told_checks"]
+__all__ = [
+    "Subagent",
+    "call_scope",
+    "role_tools",
+    "step_update",
+    "task_inputs",
+    "told_checks",
+]
 
 
 class Subagent:
@@ -82,7 +91,7 @@ class Subagent:
             system_prompt=spec["prompt"],
             model=model,
             judge=judge,
-            extra_tools=list(spec.get("tools") or []),
+            extra_tools=role_tools(spec, ctx),
             loop_config=LoopConfig(
                 max_revisions=ctx.max_revisions,
                 fresh_drafts=ctx.fresh_drafts,
@@ -101,6 +110,16 @@ class Subagent:
         """build_graph's ``interrupt_on`` plus the Context's tool names (all decisions)."""
         added = interrupt_config({name: True for name in ctx.approval_tools()})
         return added | self.interrupt_on
+
+
+def role_tools(spec: SubAgent, ctx: Context) -> list[BaseTool]:
+    """The subagent's own tools, and ``execute`` when the Context gives it to this role, it
+    has none of that name, and commands may run here."""
+    tools = list(spec.get("tools") or [])
+    wanted = spec["name"] in ctx.execute_role_names()
+    if wanted and all(t.name != EXECUTE for t in tools) and execute_available():
+        tools.append(execute_tool(timeout_s=ctx.execute_timeout_s))
+    return tools
 
 
 def step_update(run: StepRun, usage: dict[str, dict[str, int]], ctx: Context) -> dict[str, Any]:

@@ -253,6 +253,11 @@ class Workspace:
             raise PathError(msg)
         return path
 
+    @property
+    def scratch(self) -> str | None:
+        """The folder of this step's scratch files (``work/<step_id>/``), if it has one."""
+        return self._scratch
+
     def ls(self) -> list[str]:
         """Paths this subagent can read."""
         return sorted(self._files)
