@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
-from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
+from agent.limits import FRESH_DRAFTS, MAX_REVISIONS, TOOL_RESULT_CHARS
 from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
@@ -24,6 +24,7 @@ DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "bughunt": 7,
 }
 MAX_DEPTH_CAP = 10
+MIN_TOOL_RESULT_CHARS = 500  # below this a result's head could not say where the rest is
 
 
 @dataclass(kw_only=True)
@@ -168,6 +169,14 @@ class Context:
             "then in the prompt only), native (always as schemas) or text (never)."
         },
     )
+    tool_result_chars: int = field(
+        default=TOOL_RESULT_CHARS,
+        metadata={
+            "description": "A tool result longer than this many characters goes to a scratch "
+            "file (work/<step_id>/tool_results/); the subagent sees its first lines and the "
+            "path, and reads on with read_file(path, offset, limit)."
+        },
+    )
     execute_roles: str = field(
         default="coder",
         metadata={
@@ -285,6 +294,12 @@ class Context:
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             errors.append(("max_plan_steps", msg))
+        if "tool_result_chars" in typed and self.tool_result_chars < MIN_TOOL_RESULT_CHARS:
+            msg = (
+                f"tool_result_chars must be at least {MIN_TOOL_RESULT_CHARS}, "
+                f"got {self.tool_result_chars}"
+            )
+            errors.append(("tool_result_chars", msg))
         if "max_output_tokens" in typed and self.max_output_tokens is not None:
             if self.max_output_tokens < 1:
                 msg = f"max_output_tokens must be positive, got {self.max_output_tokens}"

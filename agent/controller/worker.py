@@ -42,7 +42,7 @@ from agent.controller.revise import LoopConfig, arevise_loop
 from agent.controller.sources import CitationSources, search_first
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
-from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
+from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE, TOOL_RESULT_CHARS
 from agent.models.factory import Metered, merge_usage
 from agent.sandbox import SandboxUnavailable
 from agent.tools.command import EXECUTE
@@ -73,6 +73,7 @@ class StepWorker:
         replay: Mapping[str, Any] | None = None,
         tool_calling: str = "auto",
         databases: Mapping[str, str] | None = None,
+        tool_result_chars: int = TOOL_RESULT_CHARS,
     ) -> None:
         self.step = step
         self.step_id = str(step["step_id"])
@@ -110,6 +111,7 @@ class StepWorker:
             sources=sources,
             max_turns=max_tool_turns,
             tool_calling=tool_calling,
+            result_chars=tool_result_chars,
         )
         self.evidence = StepEvidence(
             step,

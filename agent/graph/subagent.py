@@ -104,6 +104,7 @@ class Subagent:
             tool_calling=ctx.tool_calling,
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
+            tool_result_chars=ctx.tool_result_chars,
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
