@@ -24,6 +24,7 @@ DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "bughunt": 7,
 }
 MAX_DEPTH_CAP = 10
+MEMORY_SCOPES = ("user", "assistant", "off")
 MIN_TOOL_RESULT_CHARS = 500  # below this a result's head could not say where the rest is
 
 
@@ -177,6 +178,21 @@ class Context:
             "path, and reads on with read_file(path, offset, limit)."
         },
     )
+    memory: str = field(
+        default="user",
+        metadata={
+            "description": "Whose memories a thread reads and writes (files under memories/, "
+            "kept in the store across threads): user (the server's authenticated user, else "
+            "user_id), assistant (shared by every thread of the assistant) or off."
+        },
+    )
+    user_id: str | None = field(
+        default=None,
+        metadata={
+            "description": "Whose memories these are when memory=user and the server has no "
+            "authenticated user (the CLI uses your login name); None: no memories."
+        },
+    )
     execute_roles: str = field(
         default="coder",
         metadata={
@@ -310,6 +326,9 @@ class Context:
         if "planning" in typed and self.planning not in PLANNING:
             msg = f"unknown planning {self.planning!r}; expected one of {', '.join(PLANNING)}"
             errors.append(("planning", msg))
+        if "memory" in typed and self.memory not in MEMORY_SCOPES:
+            msg = f"unknown memory {self.memory!r}; expected one of {', '.join(MEMORY_SCOPES)}"
+            errors.append(("memory", msg))
         if "tool_calling" in typed and self.tool_calling not in tuple(ToolCalling):
             known = ", ".join(ToolCalling)
             msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from agent.cli import eval as eval_command
-from agent.cli import export, resume, run, show, threads
+from agent.cli import export, memory, resume, run, show, threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,4 +25,5 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_parser(sub)
     threads.add_parsers(sub)  # threads, prune
     eval_command.add_parser(sub)
+    memory.add_parser(sub)  # memory ls, show, rm
     return parser

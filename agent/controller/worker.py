@@ -45,6 +45,7 @@ from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE, TOOL_RESULT_CHARS
 from agent.models.factory import Metered, merge_usage
 from agent.sandbox import SandboxUnavailable
+from agent.store.memories import MEMORY_PREFIX
 from agent.tools.command import EXECUTE
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
@@ -74,6 +75,7 @@ class StepWorker:
         tool_calling: str = "auto",
         databases: Mapping[str, str] | None = None,
         tool_result_chars: int = TOOL_RESULT_CHARS,
+        memory: bool = False,
     ) -> None:
         self.step = step
         self.step_id = str(step["step_id"])
@@ -94,7 +96,10 @@ class StepWorker:
         """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
         self.failure: str | None = None  # why the current draft printed no artifact
         self.workspace = Workspace(
-            inputs, writable=[step["expected_output"]], scratch=scratch_prefix(self.step_id)
+            inputs,
+            writable=[step["expected_output"]],
+            scratch=scratch_prefix(self.step_id),
+            shared=MEMORY_PREFIX if memory else None,
         )
         self.given = self.workspace.contents().get(step["expected_output"], "")
         self.searched: list[BaseMessage] | None = None  # the search made before any draft

@@ -20,6 +20,7 @@ from agent.controller.worker import StepRun, StepWorker
 from agent.errors import ErrorClass, classify
 from agent.events import check_event, progress_message
 from agent.graph.inputs import current_channel, current_files, declared_databases
+from agent.graph.memories import run_memory, save_step_memories
 from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
 from agent.models.factory import JUDGE, Metered, merge_usage
@@ -69,6 +70,7 @@ class Subagent:
             return {"trajectory": [model_error_event(state, exc)]}
         worker = self._worker(state, spec, runtime, ctx, model, judge)
         run = await worker.aexecute()
+        await save_step_memories(runtime, ctx, run.files, str(state["step"]["step_id"]))
         return step_update(run, merge_usage(run.usage, judge_usage.usage), ctx)
 
     def _worker(
@@ -105,6 +107,7 @@ class Subagent:
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
             tool_result_chars=ctx.tool_result_chars,
+            memory=run_memory(runtime, ctx) is not None,
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
