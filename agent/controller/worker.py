@@ -27,6 +27,7 @@ from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
 from agent.controller.focus import focus_for, splice
+from agent.controller.graph_steps import graph_draft
 from agent.controller.habits import as_learnt, learn
 from agent.controller.prompting import (
     direct_inputs,
@@ -76,8 +77,10 @@ class StepWorker:
         databases: Mapping[str, str] | None = None,
         tool_result_chars: int = TOOL_RESULT_CHARS,
         memory: bool = False,
+        graph: Runnable | None = None,
     ) -> None:
         self.step = step
+        self.graph = graph  # the user's compiled graph running this step, if any
         self.step_id = str(step["step_id"])
         self.goal = goal
         self.system_prompt = system_prompt
@@ -160,6 +163,11 @@ class StepWorker:
         self.revision = 0 if feedback is None else self.revision + 1
         fresh = bool(feedback and feedback.get("fresh"))
         feedback = None if fresh else feedback  # asked as the first draft was
+        if self.graph is not None:
+            tokens = await graph_draft(
+                self.graph, self.step, self.workspace, self.records, feedback
+            )
+            return self.workspace.contents().get(self.step["expected_output"], ""), tokens
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE
         direct = None if native else self.direct_inputs(revising=feedback is not None)
         path = self.step["expected_output"]

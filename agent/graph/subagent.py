@@ -108,6 +108,7 @@ class Subagent:
             databases=declared_databases(ctx, self.databases),
             tool_result_chars=ctx.tool_result_chars,
             memory=run_memory(runtime, ctx) is not None,
+            graph=spec.get("graph"),
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:

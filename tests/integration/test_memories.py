@@ -5,7 +5,9 @@ read it) and by no other user's, whatever the other's Context claims."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 
+import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.sqlite import SqliteStore
@@ -14,6 +16,8 @@ from agent import build_graph
 from agent.models.scripted import tool_call
 from agent.store.memories import NAMESPACE_ROOT
 from tests.fakes import END, ctx, models, step
+
+pytest_plugins = ["tests.postgres"]
 
 CONVENTIONS = "# Conventions\nReports use British spelling.\n"
 NOTE = "memories/conventions.md"
@@ -138,3 +142,16 @@ def test_the_cli_lists_shows_and_deletes_a_users_memories(tmp_path):
     assert cli("memory", "rm", "other.md", "--user", "alice", db=db).returncode == 2
     assert cli("memory", "rm", NOTE, "--user", "alice", db=db).returncode == 0
     assert "no memories" in cli("memory", "ls", "--user", "alice", db=db).stdout
+
+
+def test_memories_in_a_postgres_store_reach_the_next_thread_of_the_same_user(postgres_url):
+    pytest.importorskip("langgraph.store.postgres")
+    from agent.store.memories import open_memory_store
+
+    user = f"dana-{uuid.uuid4().hex[:8]}"
+    with open_memory_store(postgres_url) as memory:
+        thread(memory, remembering, "pg1", user=user)
+        second, _ = thread(memory, reading, "pg2", user=user)
+        other, _ = thread(memory, reading, "pg3", user=f"{user}-other")
+    assert "British spelling" in second["files"]["report.md"]["content"]
+    assert NOTE not in other["files"]
