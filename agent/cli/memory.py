@@ -4,7 +4,7 @@ threads (``agent.store.memories``), yours by default (``--user``) or an assistan
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import copy
 import getpass
 import time
 from typing import TYPE_CHECKING, Any
@@ -49,8 +49,14 @@ def login_name() -> str:
 
 
 def cli_user(ctx: Context) -> Context:
-    """``ctx`` with ``user_id`` set to the login name when the user set none."""
-    return ctx if ctx.user_id else dataclasses.replace(ctx, user_id=login_name())
+    """``ctx`` with ``user_id`` set to the login name when the user set none (a copy, not
+    ``dataclasses.replace``: that would run ``__post_init__`` again, and the environment
+    would override a flag that set a field to its default)."""
+    if ctx.user_id:
+        return ctx
+    named = copy.copy(ctx)
+    named.user_id = login_name()
+    return named
 
 
 def cmd_memory(args: argparse.Namespace, console: Console) -> int:
