@@ -134,3 +134,16 @@ def test_the_step_message_is_a_human_message():
 
     run_with(create_agent(ScriptedChatModel(responder=answer), tools=[]))
     assert isinstance(got[-1], HumanMessage)
+
+
+def test_deepagents_file_entries_and_plain_text_are_both_read_back():
+    from agent.controller.graph_steps import returned_files
+
+    entries = {
+        "a.md": {"content": ["# A", "line"], "created_at": "x"},  # deepagents' FileData
+        "b.md": "# B\n",
+        "c.md": {"content": 3},
+        4: "not a path",
+    }
+    assert returned_files(entries) == {"a.md": "# A\nline", "b.md": "# B\n"}
+    assert returned_files(None) == {}
