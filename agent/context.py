@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.env_defaults import apply_environment, parsed, variable
 from agent.field_types import field_types, is_int, type_problem
-from agent.limits import FRESH_DRAFTS, MAX_REVISIONS
+from agent.limits import FRESH_DRAFTS, MAX_REVISIONS, TOOL_RESULT_CHARS
 from agent.vocabulary import STRUCTURED_OUTPUT_SETTINGS, Planning, ProfileChoice, ToolCalling
 
 # the depth cap follows the workload; 10 is the ceiling for any of them.
@@ -24,6 +24,8 @@ DEPTH_CAP_BY_WORKLOAD: dict[str, int] = {
     "bughunt": 7,
 }
 MAX_DEPTH_CAP = 10
+MEMORY_SCOPES = ("user", "assistant", "off")
+MIN_TOOL_RESULT_CHARS = 500  # below this a result's head could not say where the rest is
 
 
 @dataclass(kw_only=True)
@@ -178,6 +180,42 @@ class Context:
             "first, data files printed by a program)."
         },
     )
+    tool_result_chars: int = field(
+        default=TOOL_RESULT_CHARS,
+        metadata={
+            "description": "A tool result longer than this many characters goes to a scratch "
+            "file (work/<step_id>/tool_results/); the subagent sees its first lines and the "
+            "path, and reads on with read_file(path, offset, limit)."
+        },
+    )
+    memory: str = field(
+        default="user",
+        metadata={
+            "description": "Whose memories a thread reads and writes (files under memories/, "
+            "kept in the store across threads): user (the server's authenticated user, else "
+            "user_id), assistant (shared by every thread of the assistant) or off."
+        },
+    )
+    user_id: str | None = field(
+        default=None,
+        metadata={
+            "description": "Whose memories these are when memory=user and the server has no "
+            "authenticated user (the CLI uses your login name); None: no memories."
+        },
+    )
+    execute_roles: str = field(
+        default="coder",
+        metadata={
+            "description": "Roles whose subagents get the execute tool, comma-separated: they "
+            "run python and pytest commands in the sandbox on their step's files and keep "
+            "what the commands write within their write scope (empty: no role). Only where a "
+            "kernel-enforced sandbox works, or DEEPREFLECT_SANDBOX=process opts in."
+        },
+    )
+    execute_timeout_s: float = field(
+        default=60.0,
+        metadata={"description": "Seconds one execute command may run before it is killed."},
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -199,6 +237,12 @@ class Context:
         if not isinstance(self.interrupt_on, str):
             return []
         return [name.strip() for name in self.interrupt_on.split(",") if name.strip()]
+
+    def execute_role_names(self) -> list[str]:
+        """The roles of ``execute_roles`` (none when it is not a string)."""
+        if not isinstance(self.execute_roles, str):
+            return []
+        return [name.strip() for name in self.execute_roles.split(",") if name.strip()]
 
     def declared_databases(self) -> dict[str, str]:
         """``databases`` as ``{name: absolute path}``; never raises (``validate`` names what
@@ -276,16 +320,25 @@ class Context:
         if "max_plan_steps" in typed and self.max_plan_steps > MAX_PLAN_STEPS:
             msg = f"max_plan_steps must be at most {MAX_PLAN_STEPS}, got {self.max_plan_steps}"
             errors.append(("max_plan_steps", msg))
+        if "tool_result_chars" in typed and self.tool_result_chars < MIN_TOOL_RESULT_CHARS:
+            msg = (
+                f"tool_result_chars must be at least {MIN_TOOL_RESULT_CHARS}, "
+                f"got {self.tool_result_chars}"
+            )
+            errors.append(("tool_result_chars", msg))
         if "max_output_tokens" in typed and self.max_output_tokens is not None:
             if self.max_output_tokens < 1:
                 msg = f"max_output_tokens must be positive, got {self.max_output_tokens}"
                 errors.append(("max_output_tokens", msg))
-        for name in ("token_budget", "time_budget_s", "request_timeout_s"):
+        for name in ("token_budget", "time_budget_s", "request_timeout_s", "execute_timeout_s"):
             if name in typed and getattr(self, name) <= 0:
                 errors.append((name, f"{name} must be positive, got {getattr(self, name)}"))
         if "planning" in typed and self.planning not in PLANNING:
             msg = f"unknown planning {self.planning!r}; expected one of {', '.join(PLANNING)}"
             errors.append(("planning", msg))
+        if "memory" in typed and self.memory not in MEMORY_SCOPES:
+            msg = f"unknown memory {self.memory!r}; expected one of {', '.join(MEMORY_SCOPES)}"
+            errors.append(("memory", msg))
         if "tool_calling" in typed and self.tool_calling not in tuple(ToolCalling):
             known = ", ".join(ToolCalling)
             msg = f"unknown tool_calling {self.tool_calling!r}; expected one of {known}"

@@ -10,6 +10,10 @@ MAX_REVISIONS = 2
 MAX_TOOL_TURNS = 12
 """Model turns one draft may take with its tools (``build_graph(max_tool_turns=...)``)."""
 
+TOOL_RESULT_CHARS = 20_000
+"""A tool result longer than this goes to a scratch file; the model sees its head
+(``Context.tool_result_chars``, :mod:`agent.controller.large_results`)."""
+
 FRESH_DRAFTS = 3
 """Fresh drafts a step's revise loop may draw once revising stops helping
 (``Context.fresh_drafts``, ``LoopConfig.fresh_drafts``)."""

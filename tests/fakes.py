@@ -164,14 +164,15 @@ def cli(*args: str, db: Any, env_extra: Mapping[str, str] | None = None):
     )
 
 
-def both_isolation_levels():
-    """An autouse fixture running every test of a module under every sandbox isolation
-    level (``kernel`` and ``landlock`` are skipped, with the reason, where they cannot run)."""
+def both_isolation_levels(levels: tuple[str, ...] = ("kernel", "landlock", "process")):
+    """An autouse fixture running every test of a module under each of ``levels`` (every
+    sandbox isolation level by default; ``kernel`` and ``landlock`` are skipped, with the
+    reason, where they cannot run)."""
     import pytest
 
     from agent import sandbox
 
-    @pytest.fixture(autouse=True, params=["kernel", "landlock", "process"])
+    @pytest.fixture(autouse=True, params=list(levels))
     def mode(request, monkeypatch) -> str:
         if request.param == "kernel" and sandbox.isolation.bwrap_path() is None:
             pytest.skip(f"no usable bubblewrap: {sandbox.isolation._probe_error()}")

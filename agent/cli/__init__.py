@@ -1,4 +1,5 @@
-"""The ``deepreflect`` command: demo, run, resume, show, export, threads, prune, eval.
+"""The ``deepreflect`` command: demo, run, resume, show, export, threads, prune, eval,
+memory.
 
 A module per command (``run`` holds demo too, ``threads`` holds prune), each adding its
 subcommand to the parser of ``parser``. Only argparse and rich load with them: each command

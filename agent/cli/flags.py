@@ -32,6 +32,9 @@ CONTEXT_FLAGS = {
     "workload": "workload",
     "planning": "planning",
     "approve_tools": "interrupt_on",
+    "tool_result_chars": "tool_result_chars",
+    "execute_roles": "execute_roles",
+    "execute_timeout": "execute_timeout_s",
 }
 
 
@@ -152,3 +155,15 @@ def mcp(p: argparse.ArgumentParser) -> None:
         help="tools whose calls wait for your approval, comma-separated, e.g. "
         "send_email,run_migration ($DEEPREFLECT_INTERRUPT_ON)",
     )
+    _setting(
+        p, "--tool-result-chars", "a tool result longer than this goes to a scratch file; the "
+        "subagent sees its head and the path", type=int, metavar="N", env=True,
+    )  # fmt: skip
+    _setting(
+        p, "--execute-roles", "roles whose subagents run commands in the sandbox with "
+        "execute, comma-separated (default coder; empty: none)", metavar="ROLES", env=True,
+    )  # fmt: skip
+    _setting(
+        p, "--execute-timeout", "seconds one execute command may run", type=float, metavar="S",
+        env=True,
+    )  # fmt: skip

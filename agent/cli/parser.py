@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 from agent.cli import eval as eval_command
-from agent.cli import export, resume, run, show, threads
+from agent.cli import export, memory, resume, run, show, threads
 from agent.suggestions import did_you_mean
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (\S+)")
@@ -60,4 +60,5 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_parser(sub)
     threads.add_parsers(sub)  # threads, prune
     eval_command.add_parser(sub)
+    memory.add_parser(sub)  # memory ls, show, rm
     return parser

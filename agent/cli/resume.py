@@ -42,11 +42,12 @@ def cmd_resume(args: argparse.Namespace, console: Console) -> int:
     from agent.graph.build import build_graph
     from agent.runs.progress import Progress
     from agent.runs.runner import resume
-    from agent.store.checkpointers import open_checkpointer
+    from agent.store.checkpointers import db_location, open_checkpointer
+    from agent.store.memories import open_memory_store
 
     tools = mcp_tools(args)
-    with open_checkpointer(args.db) as saver:
-        graph = build_graph(checkpointer=saver, tools=tools)
+    with open_checkpointer(args.db) as saver, open_memory_store(db_location(args.db)) as store:
+        graph = build_graph(checkpointer=saver, tools=tools, store=store)
         stored = graph_state(graph, args.thread_id, args.db).get("context")
         ctx = with_flags(as_context(stored), args)
         check_models(ctx)

@@ -108,18 +108,21 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _run_goal(args: argparse.Namespace, console: Console, goal: str, ctx: Context) -> int:
+    from agent.cli.memory import cli_user
     from agent.graph.build import build_graph
     from agent.runs.progress import Progress, line
     from agent.runs.runner import run
-    from agent.store.checkpointers import open_checkpointer
+    from agent.store.checkpointers import db_location, open_checkpointer
+    from agent.store.memories import open_memory_store
     from agent.vfs.host_disk import describe_files
 
     check_models(ctx)
     files = loaded_files(args)
     tools = mcp_tools(args)
     thread_id = args.thread = getattr(args, "thread", None) or str(uuid.uuid4())
-    with open_checkpointer(args.db) as saver:
-        graph = build_graph(checkpointer=saver, tools=tools)
+    ctx = cli_user(ctx)
+    with open_checkpointer(args.db) as saver, open_memory_store(db_location(args.db)) as store:
+        graph = build_graph(checkpointer=saver, tools=tools, store=store)
         if not args.json:
             console.print(line(("goal", "bold"), f": {goal}"))
             if files is not None:

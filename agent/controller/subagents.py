@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from typing_extensions import TypedDict
 
 from agent.errors import ConfigError
@@ -31,6 +32,11 @@ class SubAgent(TypedDict):
     which ``build_registry`` turns into ``BaseTool``s (``agent.tools.custom.as_tool``)."""
     model: NotRequired[str | BaseChatModel]
     """Its own model; otherwise ``Context.subagent_model`` or ``Context.model``."""
+    graph: NotRequired[Runnable]
+    """A compiled LangGraph graph (``create_agent``'s, deepagents', your own) that runs the
+    step instead of the tool loop, given the step as a user message and the readable files
+    in ``files``; what it returns is checked like any step's
+    (:mod:`agent.controller.graph_steps`). It needs no prompt."""
 
 
 _DESCRIPTIONS = {
@@ -70,7 +76,13 @@ def build_registry(
             msg = f"subagent {name!r} needs a description (the planner chooses by it)"
             raise ConfigError(msg)
         inherited = registry[name].get("prompt") if name in registry else None
-        prompt = spec.get("prompt") or inherited
+        graph = spec.get("graph")
+        if graph is not None and not callable(getattr(graph, "ainvoke", None)):
+            msg = (
+                f"subagent {name!r}: graph must be a compiled graph (or a Runnable), got {graph!r}"
+            )
+            raise ConfigError(msg)
+        prompt = spec.get("prompt") or inherited or ("" if graph is None else spec["description"])
         if not prompt:
             msg = f"subagent {name!r} needs a prompt"
             raise ConfigError(msg)

@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agent.controller.context_window import TRIM_PASSES, ContextWindowExceeded, trim_tool_results
+from agent.controller.large_results import fit_result
 from agent.controller.prompting import no_tool_call_reminder, unimplemented_reminder
 from agent.controller.records import StepRecords
 from agent.controller.replay import ModelReplay
@@ -25,7 +26,7 @@ from agent.controller.sources import CitationSources
 from agent.controller.stubs import unimplemented_functions
 from agent.controller.text_recovery import Recovered, recover_text_calls
 from agent.errors import describe, is_context_overflow
-from agent.limits import MAX_TOOL_TURNS
+from agent.limits import MAX_TOOL_TURNS, TOOL_RESULT_CHARS
 from agent.models.factory import Metered, model_key
 from agent.tools.binding import TOOL_CALLING
 from agent.tools.custom import VFS_TOOL_NAMES
@@ -74,6 +75,7 @@ class ToolLoop:
         sources: CitationSources,
         max_turns: int = MAX_TOOL_TURNS,
         tool_calling: str = "auto",
+        result_chars: int = TOOL_RESULT_CHARS,
     ) -> None:
         self.model = model
         self.model_key = model_key(model.model)
@@ -84,6 +86,8 @@ class ToolLoop:
         self.sources = sources
         self.max_turns = max_turns
         self.tool_calling = tool_calling
+        self.result_chars = result_chars
+        self.large_results = 0  # results of this step moved to scratch files
 
     def binds(self) -> bool:
         """Whether the model's next call will be given the tools as schemas."""
@@ -182,8 +186,9 @@ class ToolLoop:
                 self.records.event("awaiting_human", observation=f"waits for a human on {names}")
                 raise
             self.sources.offer(call, outcome.text, outcome.ok)
+            text = self._fit(call, outcome.text, note)
             results.append(
-                self._answer_call(call, outcome.text, outcome.ok, from_text=from_text, note=note)
+                self._answer_call(call, text, outcome.ok, from_text=from_text, note=note)
             )
             defuse(call)
         # Arguments that were not valid JSON: tell the model, which must answer every call
@@ -191,6 +196,26 @@ class ToolLoop:
         for bad in answer.invalid_tool_calls:
             results.append(self._answer_call(bad, invalid_call_error(bad)))
         return results
+
+    def _fit(self, call: Mapping[str, Any], text: str, note: dict[str, Any]) -> str:
+        """The result as the conversation takes it: whole, or its head and the scratch file
+        holding it (:mod:`agent.controller.large_results`), noted in the trajectory."""
+        if len(text) <= self.result_chars:
+            return text
+        self.large_results += 1
+        args = call.get("args")
+        fitted = fit_result(
+            text,
+            tool=tool_name(call),
+            args=args if isinstance(args, Mapping) else {},
+            workspace=self.caller.workspace,
+            number=self.large_results,
+            limit=self.result_chars,
+        )
+        note["result_chars"] = len(text)
+        if fitted.path:
+            note["result_file"] = fitted.path
+        return fitted.text
 
     def _answer_call(
         self,

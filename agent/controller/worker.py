@@ -28,6 +28,7 @@ from agent.controller.context_window import ContextWindowExceeded
 from agent.controller.critique import critique_check, step_judge
 from agent.controller.evidence import StepEvidence
 from agent.controller.focus import focus_for, splice
+from agent.controller.graph_steps import graph_draft
 from agent.controller.prompting import (
     direct_inputs,
     direct_messages,
@@ -42,9 +43,11 @@ from agent.controller.revise import LoopConfig, arevise_loop
 from agent.controller.sources import CitationSources, search_first
 from agent.controller.tool_loop import Draft, ToolLoop
 from agent.errors import ErrorClass, classify
-from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE
+from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE, TOOL_RESULT_CHARS
 from agent.models.factory import Metered, merge_usage, model_key
 from agent.sandbox import SandboxUnavailable
+from agent.store.memories import MEMORY_PREFIX
+from agent.tools.command import EXECUTE
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
 from agent.tools.text_calls import fenced_file
@@ -73,8 +76,12 @@ class StepWorker:
         tool_calling: str = "auto",
         databases: Mapping[str, str] | None = None,
         computed_data: bool = False,
+        tool_result_chars: int = TOOL_RESULT_CHARS,
+        memory: bool = False,
+        graph: Runnable | None = None,
     ) -> None:
         self.step = step
+        self.graph = graph  # the user's compiled graph running this step, if any
         self.step_id = str(step["step_id"])
         self.goal = goal
         self.system_prompt = system_prompt
@@ -86,12 +93,17 @@ class StepWorker:
             "expected_output": step["expected_output"],
             "instructions": step["instructions"],
         }
-        self.extra_tools = bool(extra_tools)
+        # execute alone does not take a step off the direct prompt: it helps a step that
+        # converses through its tools, and a direct answer needs none
+        self.extra_tools = any(t.name != EXECUTE for t in extra_tools or [])
         self.computed = computed_data and is_computed(str(step["expected_output"]))
         """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
         self.failure: str | None = None  # why the current draft printed no artifact
         self.workspace = Workspace(
-            inputs, writable=[step["expected_output"]], scratch=scratch_prefix(self.step_id)
+            inputs,
+            writable=[step["expected_output"]],
+            scratch=scratch_prefix(self.step_id),
+            shared=MEMORY_PREFIX if memory else None,
         )
         self.given = self.workspace.contents().get(step["expected_output"], "")
         self.searched: list[BaseMessage] | None = None  # the search made before any draft
@@ -108,6 +120,7 @@ class StepWorker:
             sources=sources,
             max_turns=max_tool_turns,
             tool_calling=tool_calling,
+            result_chars=tool_result_chars,
         )
         self.evidence = StepEvidence(
             step,
@@ -151,6 +164,11 @@ class StepWorker:
         self.revision = 0 if feedback is None else self.revision + 1
         fresh = bool(feedback and feedback.get("fresh"))
         feedback = None if fresh else feedback  # asked as the first draft was
+        if self.graph is not None:
+            tokens = await graph_draft(
+                self.graph, self.step, self.workspace, self.records, feedback
+            )
+            return self.workspace.contents().get(self.step["expected_output"], ""), tokens
         native = self.tool_loop.tool_calling == ToolCalling.NATIVE
         direct = None if native else self.direct_inputs(revising=feedback is not None)
         path = self.step["expected_output"]

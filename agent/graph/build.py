@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 
 from agent.checks.databases import DatabaseError, declare_databases
@@ -85,6 +86,7 @@ def build_graph(
     state_schema: type[Any] = State,
     reflection_rules: Sequence[Rule] = RULES,
     databases: Mapping[str, str | os.PathLike[str]] | None = None,
+    store: BaseStore | None = None,
 ) -> CompiledStateGraph[Any, Context, InputState, Any]:
     """Build the deepreflect graph.
 
@@ -111,6 +113,9 @@ def build_graph(
             the databases a ``sql`` check may query (``{"kind": "sql", "db": "chinook"}``),
             checked and made absolute now; the planner sees the names, never the paths.
             ``Context.databases`` adds more per run (these win on a shared name).
+        store: a LangGraph ``BaseStore`` (SQLite, PostgreSQL, in memory) keeping the
+            memories threads share (``memories/``, ``agent.store.memories``); None for
+            ``langgraph dev`` and LangGraph Server, which bring their own.
 
     Raises:
         ConfigError: a database name is not an identifier, or its file is not SQLite; a
@@ -130,7 +135,7 @@ def build_graph(
         retry_policy=retry_policy,
     )
     graph = builder.compile(
-        checkpointer=checkpointer, interrupt_after=list(interrupt_after), name=name
+        checkpointer=checkpointer, store=store, interrupt_after=list(interrupt_after), name=name
     )
     # Under invoke each parallel subagent holds a thread while it waits on the loop; the
     # default pool (CPUs + 4) would cap Context.max_parallel below what it asks for.

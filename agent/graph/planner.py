@@ -13,6 +13,7 @@ from langgraph.types import Command, Send
 from agent.context import Context, as_context
 from agent.events import emit, plan_event, progress_message, step_event, told
 from agent.graph.inputs import StateView, declared_databases
+from agent.graph.memories import memories_taken_in
 from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import invalid_plan, question_first
 from agent.graph.roles import Roles
@@ -47,6 +48,9 @@ class Planner:
             return Command(goto=taken.next, update=taken.update)
         update = dict(taken.update)
         if taken.next == "plan":
+            update = combined(
+                update, await memories_taken_in(with_update(state, update), runtime, ctx)
+            )
             last = last_attempt(runtime, self.attempts)
             planned = await self._plan(with_update(state, update), ctx, last)
             if isinstance(planned, Command):  # escalated or failed: the turn is still taken in

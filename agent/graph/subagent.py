@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
@@ -20,16 +21,25 @@ from agent.controller.worker import StepRun, StepWorker
 from agent.errors import ErrorClass, classify
 from agent.events import check_event, progress_message
 from agent.graph.inputs import current_channel, current_files, current_list, declared_databases
+from agent.graph.memories import run_memory, save_step_memories
 from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
 from agent.models.factory import JUDGE, Metered, merge_usage, model_key
 from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
+from agent.tools.command import EXECUTE, execute_available, execute_tool
 from agent.tools.execute import CallScope
 from agent.vfs.origin import keep_origin
 
-__all__ = ["Subagent", "call_scope", "step_update", "task_inputs", "told_checks"]
+__all__ = [
+    "Subagent",
+    "call_scope",
+    "role_tools",
+    "step_update",
+    "task_inputs",
+    "told_checks",
+]
 
 
 class Subagent:
@@ -61,6 +71,7 @@ class Subagent:
             return {"trajectory": [model_error_event(state, exc)]}
         worker = self._worker(state, spec, runtime, ctx, model, judge)
         run = await worker.aexecute()
+        await save_step_memories(runtime, ctx, run.files, str(state["step"]["step_id"]))
         return step_update(run, merge_usage(run.usage, judge_usage.usage), ctx)
 
     def _worker(
@@ -92,7 +103,7 @@ class Subagent:
             system_prompt=spec["prompt"],
             model=model,
             judge=judge,
-            extra_tools=list(spec.get("tools") or []),
+            extra_tools=role_tools(spec, ctx),
             loop_config=as_learnt(loop_config, learnt, allowed=profile.fresh_drafts_first),
             max_tool_turns=self.max_tool_turns,
             scope=call_scope(runtime, self._interrupt_on(ctx)),
@@ -100,12 +111,25 @@ class Subagent:
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
             computed_data=profile.computed_data,
+            tool_result_chars=ctx.tool_result_chars,
+            memory=run_memory(runtime, ctx) is not None,
+            graph=spec.get("graph"),
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
         """build_graph's ``interrupt_on`` plus the Context's tool names (all decisions)."""
         added = interrupt_config({name: True for name in ctx.approval_tools()})
         return added | self.interrupt_on
+
+
+def role_tools(spec: SubAgent, ctx: Context) -> list[BaseTool]:
+    """The subagent's own tools, and ``execute`` when the Context gives it to this role, it
+    has none of that name, and commands may run here."""
+    tools = list(spec.get("tools") or [])
+    wanted = spec["name"] in ctx.execute_role_names()
+    if wanted and all(t.name != EXECUTE for t in tools) and execute_available():
+        tools.append(execute_tool(timeout_s=ctx.execute_timeout_s))
+    return tools
 
 
 def step_update(run: StepRun, usage: dict[str, dict[str, int]], ctx: Context) -> dict[str, Any]:

@@ -19,7 +19,16 @@ from agent.errors import ConfigError
 from agent.models.scripted import Responder, ScriptedChatModel, prompt_json, tool_call
 from agent.vfs.entries import is_scratch
 
-SCENARIOS = ("demo", "happy", "replan", "escalation", "depth-cap", "rolling", "files")
+SCENARIOS = (
+    "demo",
+    "happy",
+    "replan",
+    "escalation",
+    "depth-cap",
+    "rolling",
+    "files",
+    "execute",
+)
 # the goal `deepreflect demo --scenario NAME` runs: what each scenario's plan is about
 SCENARIO_GOALS = {
     "demo": "Build a tiny slugify module with tests and a README.",
@@ -29,9 +38,13 @@ SCENARIO_GOALS = {
     "depth-cap": "Write the sharpest possible report on vector databases.",
     "rolling": "Gather the facts on vector databases, then write the report they call for.",
     "files": "List the files I gave you (--file), with their line counts.",
+    "execute": "Write an add(a, b) function with tests, and run them before handing it in.",
 }
 # the Context a scenario needs besides its scripted models
-SCENARIO_CONTEXT: dict[str, dict[str, Any]] = {"rolling": {"planning": "rolling"}}
+SCENARIO_CONTEXT: dict[str, dict[str, Any]] = {
+    "rolling": {"planning": "rolling"},
+    "execute": {"tool_calling": "native", "workload": "coding"},
+}
 
 
 def _first_line(value: Any) -> str:
@@ -174,7 +187,53 @@ def _files_plan(answer: str, reason: str) -> dict:
     }
 
 
+def _execute_plan(answer: str, reason: str) -> dict:
+    return {
+        "steps": [
+            _step(
+                "S1",
+                "coder",
+                "Write pytest tests for add(a, b) in test_calc.py.",
+                CALC_TESTS,
+                {"kind": "regex", "pattern": r"def test_\w+"},
+            ),
+            _step(
+                "S2",
+                "coder",
+                "Implement add(a, b) in calc.py; run the tests with execute before handing in.",
+                "calc.py",
+                {"kind": "pytest", "tests": [CALC_TESTS]},
+                ["S1"],
+            ),
+        ]
+    }
+
+
 # ------------------------------------------------------------------------------ artifacts
+
+CALC_TESTS = "test_calc.py"
+_CALC_TEST_TEXT = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+_CALC_BUGGY = "def add(a, b):\n    return a - b\n"
+RUN_TESTS = f"pytest -q {CALC_TESTS}"
+
+
+def _tested(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
+    """The ``execute`` scenario's coder: writes calc.py, runs the tests with ``execute``, fixes
+    what they report, runs them again, and hands in only once they pass."""
+    if metadata.get("expected_output") == CALC_TESTS:
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return "Tests written."
+        return tool_call("write_file", path=CALC_TESTS, content=_CALC_TEST_TEXT)
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    if not results:
+        return tool_call("write_file", path="calc.py", content=_CALC_BUGGY)
+    last = results[-1]
+    if last.name != "execute":
+        return tool_call("execute", command=RUN_TESTS)
+    if str(last.content).startswith("exit code 0"):
+        return "calc.py is written and its tests pass."
+    return tool_call("edit_file", path="calc.py", old="a - b", new="a + b")
+
 
 INVENTORY = "INVENTORY.md"
 
@@ -249,6 +308,8 @@ def _artifact(step_id: str, instructions: str, revision: bool) -> AIMessage:
 
 
 def _subagent(messages: list[BaseMessage], metadata: Mapping[str, Any]) -> Any:
+    if metadata.get("expected_output") in (CALC_TESTS, "calc.py"):
+        return _tested(messages, metadata)
     if metadata.get("expected_output") == INVENTORY:
         return _inventory(messages)
     if isinstance(messages[-1], ToolMessage):
@@ -329,6 +390,7 @@ _PLANNERS: dict[str, Callable[[str, str], dict]] = {
     "depth-cap": _simple_plan,
     "rolling": _rolling_plan,
     "files": _files_plan,
+    "execute": _execute_plan,
 }
 _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "demo": finish_or_continue,
@@ -338,6 +400,7 @@ _REFLECTIONS: dict[str, Callable[[dict[str, Any]], dict]] = {
     "depth-cap": _never_satisfied,
     "rolling": _segment_by_segment,
     "files": finish_or_continue,
+    "execute": finish_or_continue,
 }
 
 

@@ -106,6 +106,13 @@ class Progress:
                     # the patch itself: the trajectory keeps short passages, sizes of long ones
                     self.say(f"      - {_short(params.get('old', ''))}")
                     self.say(f"      + {_short(params.get('new', ''))}")
+            elif action == "execute":
+                params = event.get("params") or {}
+                first = (str(event.get("observation") or "").splitlines() or [""])[0]
+                self.say(
+                    f"  {step_id} {event['actor']} execute {_short(params.get('command', ''))}"
+                )
+                self.say(f"      → {_short(first)}")
             elif action == "result":
                 passed = bool(event.get("passed"))
                 outcome = ("done", "green") if passed else ("failed", "red")

@@ -1,6 +1,7 @@
 """The programs that run inside the sandbox, read as text from this package's own folder.
 
-``bootstrap.py``, ``kernel_rules.py``, ``check_runner.py``, ``sql_runner.py`` and the
+``bootstrap.py``, ``kernel_rules.py``, ``check_runner.py``, ``command_runner.py``,
+``sql_runner.py`` and the
 ``bridge`` package are real modules of ``agent.sandbox`` (linted and type-checked like the
 rest, installed with the wheel), but the host never imports them (``kernel_rules`` and
 ``bridge`` only in unit tests): their text is copied into a sandbox and run there, with only
@@ -13,7 +14,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-PROGRAMS = frozenset({"bootstrap.py", "check_runner.py", "kernel_rules.py", "sql_runner.py"})
+PROGRAMS = frozenset(
+    {"bootstrap.py", "check_runner.py", "command_runner.py", "kernel_rules.py", "sql_runner.py"}
+)
 PACKAGES = frozenset({"bridge"})
 
 

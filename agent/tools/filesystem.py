@@ -30,6 +30,7 @@ __all__ = [
     "execute_tool_call",
     "run_tool_call",
     "invalid_call_error",
+    "read_lines",
     "summarise_value",
     "tool_name",
     "vfs_tools",
@@ -58,6 +59,11 @@ class _PathArgs(BaseModel):
     path: str = Field(description="Relative POSIX path, e.g. src/app.py")
 
 
+class _ReadArgs(_PathArgs):
+    offset: int = Field(0, ge=0, description="Lines to skip first (0: from the start).")
+    limit: int | None = Field(None, ge=1, description="Most lines to read (none: to the end).")
+
+
 class _WriteArgs(_PathArgs):
     content: str = Field(description="The whole new content of the file.")
 
@@ -73,8 +79,8 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
     def ls() -> str:
         return "\n".join(workspace.ls()) or "(no files)"
 
-    def read_file(path: str) -> str:
-        return workspace.read(path)
+    def read_file(path: str, offset: int = 0, limit: int | None = None) -> str:
+        return read_lines(workspace.read(path), offset, limit)
 
     def write_file(path: str, content: str) -> str:
         written = workspace.write(path, content)
@@ -86,7 +92,7 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
 
     specs: list[tuple[Callable[..., str], type[BaseModel], str]] = [
         (ls, _NoArgs, "List the files you can read."),
-        (read_file, _PathArgs, "Read one file."),
+        (read_file, _ReadArgs, "Read one file (offset and limit: a part of it, in lines)."),
         (write_file, _WriteArgs, "Create or replace a file you may write."),
         (edit_file, _EditArgs, "Replace one exact, unique passage of a file (a targeted patch)."),
     ]
@@ -94,6 +100,21 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
         StructuredTool.from_function(func=fn, name=fn.__name__, description=doc, args_schema=args)
         for fn, args, doc in specs
     ]
+
+
+def read_lines(text: str, offset: int = 0, limit: int | None = None) -> str:
+    """Lines ``offset`` to ``offset + limit`` of ``text`` (all of it by default).
+
+    Raises:
+        PathError: ``offset`` is past the end of the text.
+    """
+    if offset == 0 and limit is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    if offset and offset >= len(lines):
+        msg = f"offset {offset} is past the end: the file has {len(lines)} lines"
+        raise PathError(msg)
+    return "".join(lines[offset : None if limit is None else offset + limit])
 
 
 def _clip(text: str, limit: int) -> str:

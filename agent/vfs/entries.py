@@ -236,22 +236,31 @@ class Workspace:
         scratch: str | None = None,
         max_file_bytes: int = MAX_FILE_BYTES,
         max_files: int = MAX_FILES,
+        shared: str | None = None,
     ) -> None:
         self._files: dict[str, str] = {nfc(p): text for p, text in readable.items()}
         self._writable = {nfc(p) for p in writable}
         self._scratch = scratch
+        self._shared = shared  # a folder every step may write (``memories/``)
         self._max_file_bytes = max_file_bytes
         self._max_files = max_files
         self.written: dict[str, str] = {}
 
     def _check_writable(self, path: str) -> str:
         path = validate_path(path)
-        allowed = path in self._writable or (self._scratch and path.startswith(self._scratch))
+        allowed = path in self._writable or any(
+            prefix and path.startswith(prefix) for prefix in (self._scratch, self._shared)
+        )
         if not allowed:
-            scope = sorted(self._writable) + ([f"{self._scratch}*"] if self._scratch else [])
+            scope = sorted(self._writable) + [f"{p}*" for p in (self._scratch, self._shared) if p]
             msg = f"permission_denied: this step may write only {', '.join(scope)}; not {path!r}"
             raise PathError(msg)
         return path
+
+    @property
+    def scratch(self) -> str | None:
+        """The folder of this step's scratch files (``work/<step_id>/``), if it has one."""
+        return self._scratch
 
     def ls(self) -> list[str]:
         """Paths this subagent can read."""

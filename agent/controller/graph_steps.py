@@ -1,0 +1,102 @@
+"""A step run by a compiled LangGraph graph of the user's (``{"name", "description",
+"graph"}``): one draft is one invocation of it.
+
+The graph gets the step as a user message and the files the step can read in a ``files``
+key (``{path: text}``; a graph whose state has no such key just does not see them). What it
+returns becomes the draft: a ``files`` key (``{path: text}``, or deepagents' file entries
+whose ``content`` is text or a list of lines) written through the step's workspace, so its
+write scope and bounds hold; else its last message, the artifact's whole content (one code
+fence around it is taken off). The draft is then checked like any other step's. An error
+the graph raises fails the step with that error; an ``interrupt()`` inside it pauses the
+thread as LangGraph pauses a parent graph for its subgraph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+
+from agent.controller.prompting import feedback_evidence
+from agent.controller.records import StepRecords
+from agent.prompts import render
+from agent.tools.text_calls import fenced_file
+from agent.vfs.entries import PathError, Workspace
+
+__all__ = ["graph_draft", "returned_files"]
+
+
+async def graph_draft(
+    graph: Runnable,
+    step: Mapping[str, Any],
+    workspace: Workspace,
+    records: StepRecords,
+    feedback: Mapping[str, Any] | None,
+) -> int:
+    """Invoke ``graph`` for one draft of ``step``; its files land in ``workspace``. Returns
+    the tokens its messages report."""
+    path = str(step["expected_output"])
+    readable = {p: t for p, t in workspace.contents().items() if p != path or t}
+    evidence = feedback_evidence(feedback) if feedback else ""
+    text = render(
+        "subagent_graph",
+        instructions=step["instructions"],
+        expected_output=path,
+        done_when=json.dumps(step.get("done_when")),
+        feedback=render("subagent_graph_feedback", evidence=evidence) if evidence else "",
+        inputs=", ".join(sorted(readable)) or "(none)",
+    )
+    result = await graph.ainvoke({"messages": [HumanMessage(text)], "files": readable})
+    state = result if isinstance(result, Mapping) else {}
+    messages = [m for m in state.get("messages") or [] if isinstance(m, BaseMessage)]
+    kept, refused = [], {}
+    for name, content in returned_files(state.get("files")).items():
+        if workspace.contents().get(name) == content:
+            continue  # an input handed back unchanged
+        try:
+            kept.append(workspace.write(name, content))
+        except PathError as exc:
+            refused[name] = str(exc)
+    if path not in kept and (answer := _last_answer(messages, path)):
+        kept.append(workspace.write(path, answer))
+    note = f"kept {', '.join(kept) or 'nothing'}"
+    if refused:
+        note += "; not kept: " + "; ".join(f"{p} ({why})" for p, why in sorted(refused.items()))
+    records.event("graph", observation=note[:200], ok=bool(kept))
+    return sum(_tokens(m) for m in messages)
+
+
+def returned_files(value: Any) -> dict[str, str]:
+    """The text of each file a graph returned: ``{path: text}``, or entries with a
+    ``content`` of text or of lines (deepagents' ``FileData``); anything else is left out."""
+    if not isinstance(value, Mapping):
+        return {}
+    files: dict[str, str] = {}
+    for path, entry in value.items():
+        content = entry.get("content") if isinstance(entry, Mapping) else entry
+        if isinstance(content, list) and all(isinstance(line, str) for line in content):
+            content = "\n".join(content)
+        if isinstance(path, str) and isinstance(content, str):
+            files[path] = content
+    return files
+
+
+def _last_answer(messages: list[BaseMessage], path: str) -> str | None:
+    """The last AI message's text as the artifact (its one code fence taken off)."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            text = str(message.text)
+            if not text.strip():
+                return None
+            fenced = fenced_file(text, path)
+            body = fenced if fenced is not None else text
+            return body if body.endswith("\n") else body + "\n"
+    return None
+
+
+def _tokens(message: BaseMessage) -> int:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return int(usage.get("total_tokens") or 0)

@@ -1,0 +1,149 @@
+"""Your own compiled graphs as subagents (``{"name", "description", "graph"}``): a
+``create_agent`` graph or a plain ``StateGraph`` runs a step, what it returns is checked like
+any step's output, and a graph that raises fails its step with the error, not the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END as GRAPH_END
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import Command, interrupt
+
+from agent import ScriptedChatModel, build_graph
+from agent.errors import ConfigError
+from tests.fakes import END, ctx, models, step
+
+PLAN = [
+    step("S1", "findings.md", action="analyst", check={"kind": "contains", "all": ["Findings"]})
+]
+
+
+def run_with(analyst: Any, reflections=(END,), thread="t"):
+    roles = models(PLAN, list(reflections))
+    spec = {"name": "analyst", "description": "Analyses data into findings.", "graph": analyst}
+    graph = build_graph(
+        models=roles, checkpointer=InMemorySaver(), subagents=[spec], retry_policy=None
+    )
+    config = {"configurable": {"thread_id": thread}}
+    state = graph.invoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+    return graph, state, config
+
+
+def test_a_create_agent_graph_runs_the_step_and_its_answer_is_checked():
+    seen: list[str] = []
+
+    def answer(messages):
+        seen.append(str(messages[-1].content))
+        return "```markdown\n# Findings\nSales rose 4%.\n```"
+
+    analyst = create_agent(ScriptedChatModel(responder=answer), tools=[])
+    _, state, _ = run_with(analyst)
+    assert state["status"] == "success"
+    assert state["files"]["findings.md"]["content"] == "# Findings\nSales rose 4%.\n"
+    assert "findings.md" in seen[0]  # the step reached it as a user message
+
+
+class FilesState(MessagesState):
+    files: dict[str, str]
+
+
+def files_graph(returned: dict[str, str]):
+    """A plain StateGraph that reads its input files and returns ``returned`` besides."""
+
+    def work(state: FilesState) -> dict[str, Any]:
+        given = ", ".join(sorted(state.get("files") or {})) or "none"
+        return {"files": {**returned}, "messages": [AIMessage(f"given: {given}")]}
+
+    builder = StateGraph(FilesState)
+    builder.add_node("work", work)
+    builder.add_edge(START, "work")
+    builder.add_edge("work", GRAPH_END)
+    return builder.compile()
+
+
+def test_the_files_a_graph_returns_are_kept_only_within_the_step_scope():
+    returned = {"findings.md": "# Findings\nok\n", "elsewhere.md": "not mine\n"}
+    _, state, _ = run_with(files_graph(returned))
+    assert state["status"] == "success"
+    assert state["files"]["findings.md"]["content"] == "# Findings\nok\n"
+    assert "elsewhere.md" not in state["files"]
+    (event,) = [e for e in state["trajectory"] if e["action"] == "graph"]
+    assert "not kept: elsewhere.md (permission_denied" in event["observation"]
+
+
+def test_a_failed_check_is_fed_back_and_the_graph_asked_again():
+    asked: list[str] = []
+
+    def answer(messages):
+        asked.append(str(messages[-1].content))
+        return "# Findings\nfixed\n" if len(asked) > 1 else "# Notes\nnothing yet\n"
+
+    _, state, _ = run_with(create_agent(ScriptedChatModel(responder=answer), tools=[]))
+    assert state["files"]["findings.md"]["content"] == "# Findings\nfixed\n"
+    first_check = next(e for e in state["trajectory"] if e["action"] == "check")
+    assert len(asked) == 2 and first_check["check"]["passed"] is False
+    assert first_check["observation"][:60] in asked[1]  # the failing evidence, fed back
+
+
+def test_a_graph_that_raises_fails_its_step_with_the_error_not_the_run():
+    def broken(state: MessagesState) -> dict[str, Any]:
+        raise RuntimeError("the analyst's database is down")
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("broken", broken)
+    builder.add_edge(START, "broken")
+    failing = {"decision": "escalate", "reason": "the step failed", "question": "Retry?"}
+    _, state, _ = run_with(builder.compile(), reflections=[failing])
+    errors = [e for e in state["trajectory"] if e["action"] == "error"]
+    assert errors and "the analyst's database is down" in errors[0]["observation"]
+    assert "findings.md" not in state["files"]
+
+
+def test_an_interrupt_inside_the_graph_pauses_the_thread_and_the_answer_resumes_it():
+    def ask(state: MessagesState) -> dict[str, Any]:
+        region = interrupt({"question": "Which region?"})
+        return {"messages": [AIMessage(f"# Findings\nRegion {region} rose 4%.\n")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph, _, config = run_with(builder.compile())
+    paused = graph.get_state(config, subgraphs=True)
+    assert [i.value for t in paused.tasks for i in t.interrupts] == [{"question": "Which region?"}]
+    state = graph.invoke(Command(resume="north"), config, context=ctx())
+    assert state["status"] == "success"
+    assert "Region north" in state["files"]["findings.md"]["content"]
+
+
+def test_a_graph_that_is_not_runnable_is_a_config_error():
+    with pytest.raises(ConfigError, match="must be a compiled graph"):
+        build_graph(subagents=[{"name": "analyst", "description": "x", "graph": "nope"}])
+
+
+def test_the_step_message_is_a_human_message():
+    got: list[Any] = []
+
+    def answer(messages):
+        got.extend(messages)
+        return "# Findings\n"
+
+    run_with(create_agent(ScriptedChatModel(responder=answer), tools=[]))
+    assert isinstance(got[-1], HumanMessage)
+
+
+def test_deepagents_file_entries_and_plain_text_are_both_read_back():
+    from agent.controller.graph_steps import returned_files
+
+    entries = {
+        "a.md": {"content": ["# A", "line"], "created_at": "x"},  # deepagents' FileData
+        "b.md": "# B\n",
+        "c.md": {"content": 3},
+        4: "not a path",
+    }
+    assert returned_files(entries) == {"a.md": "# A\nline", "b.md": "# B\n"}
+    assert returned_files(None) == {}
