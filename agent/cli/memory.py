@@ -22,7 +22,9 @@ __all__ = ["add_parser", "cli_user", "login_name"]
 def add_parser(sub: Any) -> None:
     """``memory`` with its actions ``ls``, ``show NAME`` and ``rm NAME...``."""
     memory = sub.add_parser("memory", help="list, show or delete the memories threads share")
-    actions = memory.add_subparsers(dest="action", required=True)
+    actions = memory.add_subparsers(
+        dest="action", required=True, help="ls: list, show: print, rm: delete memories"
+    )
     for name, text in (
         ("ls", "list the memories"),
         ("show", "print one memory"),
