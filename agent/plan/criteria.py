@@ -116,63 +116,46 @@ class QuestionCriterion(_Quoted):
     text: str = Field(max_length=600)
 
 
+def _listed(description: str | None = None) -> Any:
+    """A list of criteria of one kind: empty by default, at most :data:`MAX_ITEMS`."""
+    return Field(default_factory=list, max_length=MAX_ITEMS, description=description)
+
+
 class FileCriteria(BaseModel):
     """What the goal asks of one file."""
 
     path: str = Field(max_length=300, description="The file, as the plan's expected_output.")
-    functions: list[NameCriterion] = Field(default_factory=list, max_length=MAX_ITEMS)
-    examples: list[ExampleCriterion] = Field(default_factory=list, max_length=MAX_ITEMS)
-    keep: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Functions of a given file the goal says to keep as they are.",
+    functions: list[NameCriterion] = _listed()
+    examples: list[ExampleCriterion] = _listed()
+    keep: list[NameCriterion] = _listed(
+        "Functions of a given file the goal says to keep as they are."
     )
     behaviour_kept: KeptBehaviour | None = Field(
         default=None, description="Only when the goal says the file's behaviour must not change."
     )
-    fixes: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Functions of a given file whose bug the goal asks to fix.",
+    fixes: list[NameCriterion] = _listed(
+        "Functions of a given file whose bug the goal asks to fix."
     )
-    uses: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Names this file must use (import or call) from elsewhere.",
+    uses: list[NameCriterion] = _listed("Names this file must use (import or call) from elsewhere.")
+    calls: list[CallCriterion] = _listed()
+    keys: list[NameCriterion] = _listed("Top-level JSON keys.")
+    item_keys: list[NameCriterion] = _listed("Keys of the JSON's items.")
+    sorted_by: list[OrderCriterion] = _listed()
+    values_of: list[ValuesCriterion] = _listed()
+    spelled: list[NameCriterion] = _listed(
+        "Codes or names the file must copy exactly as the goal writes them."
     )
-    calls: list[CallCriterion] = Field(default_factory=list, max_length=MAX_ITEMS)
-    keys: list[NameCriterion] = Field(
-        default_factory=list, max_length=MAX_ITEMS, description="Top-level JSON keys."
-    )
-    item_keys: list[NameCriterion] = Field(
-        default_factory=list, max_length=MAX_ITEMS, description="Keys of the JSON's items."
-    )
-    sorted_by: list[OrderCriterion] = Field(default_factory=list, max_length=MAX_ITEMS)
-    values_of: list[ValuesCriterion] = Field(default_factory=list, max_length=MAX_ITEMS)
-    spelled: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Codes or names the file must copy exactly as the goal writes them.",
-    )
-    sections: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Section headings a document must have.",
-    )
+    sections: list[NameCriterion] = _listed("Section headings a document must have.")
     citations: CountCriterion | None = Field(
         default=None, description="The least number of distinct sources it must cite."
     )
-    reads: list[NameCriterion] = Field(
-        default_factory=list,
-        max_length=MAX_ITEMS,
-        description="Tables an SQL query must read (what the goal counts).",
-    )
+    reads: list[NameCriterion] = _listed("Tables an SQL query must read (what the goal counts).")
 
 
 class GoalCriteria(BaseModel):
     """What the goal asks of each file it wants, and a question to ask the user first."""
 
-    files: list[FileCriteria] = Field(default_factory=list, max_length=MAX_ITEMS)
+    files: list[FileCriteria] = _listed()
     question: QuestionCriterion | None = Field(
         default=None,
         description="Only when the goal tells you to ask the user something before the work.",
