@@ -17,8 +17,9 @@ from tests.wire_server import call_metadata, role_of
 
 # jitter=False: LangGraph's jitter adds up to a second to every retry
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False, retry_on=is_transient)
-# happy: planner, S1 (researcher: write, then stop), rule-0 continue, S2 (writer), reflection
-HAPPY_REQUESTS = {"planner": 1, "researcher": 2, "writer": 2, "reflection": 1}
+# happy: planner, S1 (researcher: write, then stop; the judge reads its prose), rule-0
+# continue, S2 (writer; the judge again), reflection
+HAPPY_REQUESTS = {"planner": 1, "researcher": 2, "writer": 2, "judge": 2, "reflection": 1}
 
 
 @pytest.fixture(name="graph")

@@ -3,6 +3,7 @@ then the files it wrote and what it did."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,7 +70,9 @@ class Subagent:
             if classify(exc) is ErrorClass.TRANSIENT:
                 raise
             return {"trajectory": [model_error_event(state, exc)]}
-        worker = self._worker(state, spec, runtime, ctx, model, judge)
+        # whether commands may run here probes the sandbox (files, processes): off the loop
+        tools = await asyncio.to_thread(role_tools, spec, ctx)
+        worker = self._worker(state, spec, runtime, ctx, model, judge, tools)
         run = await worker.aexecute()
         await save_step_memories(runtime, ctx, run.files, str(state["step"]["step_id"]))
         return step_update(run, merge_usage(run.usage, judge_usage.usage), ctx)
@@ -82,8 +85,9 @@ class Subagent:
         ctx: Context,
         model: Metered,
         judge: Runnable,
+        tools: list[BaseTool],
     ) -> StepWorker:
-        """The step's worker: its subagent's prompt and tools, the revise loop's bounds from
+        """The step's worker: its subagent's prompt and ``tools``, the revise loop's bounds from
         the Context and the task's allowances, and where its tool calls happen."""
         step = task["step"]
         profile = self.roles.profile(step["action"], ctx)
@@ -103,7 +107,7 @@ class Subagent:
             system_prompt=spec["prompt"],
             model=model,
             judge=judge,
-            extra_tools=role_tools(spec, ctx),
+            extra_tools=tools,
             loop_config=as_learnt(loop_config, learnt, allowed=profile.fresh_drafts_first),
             max_tool_turns=self.max_tool_turns,
             scope=call_scope(runtime, self._interrupt_on(ctx)),
