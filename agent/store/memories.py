@@ -140,12 +140,13 @@ def memory_store_path(db_location: str) -> Path:
 def open_memory_store(db_location: str) -> Iterator[BaseStore]:
     """The CLI's store: a SQLite store beside the threads file, or, for a PostgreSQL URL,
     a PostgreSQL store in the same database."""
-    from agent.store.pg_url import is_postgres_url
+    from agent.store.pg_url import is_postgres_url, pg_conninfo
 
     if is_postgres_url(db_location):
         from langgraph.store.postgres import PostgresStore
 
-        with PostgresStore.from_conn_string(db_location) as pg_store:
+        # the URL as a user writes it (a raw "%" in a password) becomes a valid conninfo
+        with PostgresStore.from_conn_string(pg_conninfo(db_location)) as pg_store:
             pg_store.setup()
             yield pg_store
         return
