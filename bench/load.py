@@ -98,6 +98,7 @@ def roles() -> dict[str, Any]:
     return {
         "planner": ScriptedChatModel(responder=lambda m: {"steps": PLAN}),
         "reflection": ScriptedChatModel(responder=lambda m: END),
+        "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
         "default": ScriptedChatModel(responder=_write),
     }
 

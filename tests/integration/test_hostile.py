@@ -314,7 +314,7 @@ BAD_CALLS: list[tuple[dict[str, Any], str]] = [
     ({"name": "write_file", "args": {"path": "a.md", "content": 42}}, "valid string"),
     ({"name": "write_file", "args": {"path": ["a.md"], "content": "x"}}, "valid string"),
     ({"name": "read_file", "args": {}}, "Field required"),
-    ({"name": "read_file", "args": {"path": "a.md", "offset": 3}}, "Extra"),
+    ({"name": "read_file", "args": {"path": "a.md", "start": 3}}, "Extra"),
     ({"name": "edit_file", "args": {"path": "dep.md", "old": "x"}}, "Field required"),
     ({"name": "edit_file", "args": {"path": "dep.md", "old": "", "new": "y"}}, "exactly once"),
     ({"name": "rm_rf", "args": {"path": "/"}}, "unknown tool 'rm_rf'"),
