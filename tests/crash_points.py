@@ -80,6 +80,7 @@ class Roles:
         self.models = {
             "planner": ScriptedChatModel(responder=lambda m: {"steps": PLAN}),
             "reflection": ScriptedChatModel(responder=self.reflect),
+            "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
             "default": ScriptedChatModel(responder=self.write),
         }
 

@@ -35,6 +35,7 @@ def main(db: str, log: str) -> None:
     roles = {
         "planner": ScriptedChatModel([{"steps": PLAN}]),
         "reflection": ScriptedChatModel([END]),
+        "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
         "default": ScriptedChatModel(responder=subagent),
     }
     conn = sqlite3.connect(db, check_same_thread=False)

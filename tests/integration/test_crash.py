@@ -38,6 +38,7 @@ def test_killed_mid_step_then_resumed_keeps_finished_artifacts(tmp_path):
     roles = {
         "planner": ScriptedChatModel([]),  # must not be asked again
         "reflection": ScriptedChatModel([END]),
+        "judge": ScriptedChatModel(responder=lambda m: {"issues": [], "score": 1.0}),
         "default": ScriptedChatModel(responder=subagent),
     }
     conn = sqlite3.connect(str(db), check_same_thread=False)
