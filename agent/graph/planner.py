@@ -20,6 +20,7 @@ from agent.graph.roles import Roles
 from agent.graph.routes import PlannerRoute, command_for
 from agent.graph.turn import take_in
 from agent.graph.updates import combined, with_update
+from agent.models.profiles import profile_for
 from agent.plan.planner import apply_plan, ask_planner
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
@@ -77,7 +78,7 @@ class Planner:
                 max_plan_steps=ctx.max_plan_steps,
                 planning=ctx.planning,
                 databases=tuple(declared_databases(ctx, self.databases)),
-                profile=self.roles.profile("planner", ctx),
+                profile=profile_for(ctx.profile, metered.model),
             )
         except Exception as exc:
             usage = {"usage": metered.usage}

@@ -12,7 +12,6 @@ from agent.context import Context
 from agent.controller.subagents import SubAgent
 from agent.errors import ConfigError
 from agent.models.factory import JUDGE, Metered, load_model
-from agent.models.profiles import Profile, profile_for
 from agent.suggestions import did_you_mean
 
 __all__ = ["GRAPH_ROLES", "Roles"]
@@ -98,8 +97,3 @@ class Roles:
         """The role's model, counting the tokens it reports; its calls carry ``role`` and
         ``metadata``."""
         return Metered(self.model_for(role, ctx), role, ctx.structured_output, metadata)
-
-    def profile(self, role: str, ctx: Context) -> Profile:
-        """The model profile in force for ``role`` (``Context.profile``; ``auto`` goes by
-        the name of the role's model)."""
-        return profile_for(ctx.profile, self.model_for(role, ctx))

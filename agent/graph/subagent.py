@@ -26,6 +26,7 @@ from agent.graph.memories import run_memory, save_step_memories
 from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
 from agent.models.factory import JUDGE, Metered, merge_usage, model_key
+from agent.models.profiles import profile_for
 from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
@@ -90,7 +91,7 @@ class Subagent:
         """The step's worker: its subagent's prompt and ``tools``, the revise loop's bounds from
         the Context and the task's allowances, and where its tool calls happen."""
         step = task["step"]
-        profile = self.roles.profile(step["action"], ctx)
+        profile = profile_for(ctx.profile, model.model)  # the model the step already has
         learnt = learnt_from(current_list("trajectory"), model_key(model.model))
         loop_config = LoopConfig(
             max_revisions=ctx.max_revisions,

@@ -86,26 +86,22 @@ async def ask_planner(
         )
         return PlanOutcome(steps, errors, criteria=criteria, dropped=dropped)
 
+    first = not state.get("plan")
+    direct = direct_steps(goal, files, registry, max_plan_steps, answer) if first else None
+
     def in_code(criteria: GoalCriteria | None = None) -> PlanOutcome | None:
-        direct = direct_steps(goal, files, registry, max_plan_steps, answer)
         if direct is None:
             return None
         outcome = parsed(PlanDraft(steps=direct, criteria=criteria))
         return outcome if outcome.steps is not None else None
 
-    first = not state.get("plan")
-    if (
-        first
-        and profile.plan_in_code
-        and direct_steps(goal, files, registry, max_plan_steps, answer)
-    ):
+    if direct is not None and profile.plan_in_code:
         # the plan is code's; what the goal asks of its files is still the model's to read
-        asked = await ask_criteria(metered, told, files)
-        if (coded := in_code(asked)) is not None:
+        if (coded := in_code(await ask_criteria(metered, told, files))) is not None:
             return coded
     outcome = await _ask_model(metered, state, registry, parsed, reason, answer, max_plan_steps,
                                planning, databases)  # fmt: skip
-    if outcome.steps is None and first and (coded := in_code()) is not None:
+    if outcome.steps is None and (coded := in_code()) is not None:
         listed = "; ".join(outcome.errors)[:600]
         coded.fallback = (
             f"the planner model's plan stayed invalid ({listed}): planned in code, one step "
@@ -278,7 +274,7 @@ def apply_plan(
     files = state.get("files") or {}
     old = state.get("plan")
     plan, stale = merge_replan(old, steps, files)
-    if criteria is not None and criteria.files or criteria is not None and criteria.question:
+    if criteria is not None and (criteria.files or criteria.question):
         plan = {**plan, "criteria": criteria.model_dump(mode="json", exclude_defaults=True)}
     update: dict[str, Any] = {"plan": plan}
     if old:

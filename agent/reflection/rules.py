@@ -243,18 +243,10 @@ def validate_decision(d: Decision, s: Situation) -> Decision:
     if d.decision == vocabulary.Decision.END:
         done = s.done_files()
         missing = [st["step_id"] for st in pending_steps(s.plan, s.files)]
-        unplanned = _asked_not_planned(s)
-        if not done or (s.strict_end and missing) or unplanned:
-            why = (
-                "no artifact is done"
-                if not done
-                else f"steps {', '.join(missing)} not done"
-                if missing and s.strict_end
-                else f"the goal asks for {', '.join(unplanned)}, which no step writes"
-            )
+        if blocked := _end_blocked(s, done, missing):
             return Decision(
                 vocabulary.Decision.CONTINUE if s.ready else vocabulary.Decision.REPLAN,
-                f"end overridden: {why}",
+                f"end overridden: {blocked}",
                 by=d.by,
                 forced=True,
             )
@@ -272,11 +264,20 @@ def validate_decision(d: Decision, s: Situation) -> Decision:
     return d
 
 
-def _asked_not_planned(s: Situation) -> list[str]:
-    """The files the goal asks for that no step of the plan writes and the thread lacks: an
-    end without them would call a run a success that never made what the goal named."""
+def _end_blocked(s: Situation, done: list[str], missing: list[str]) -> str | None:
+    """Why an ``end`` cannot stand, or None: no artifact done, planned steps not done (with
+    ``strict_end``), or a file the goal asks for that no step writes and the thread lacks
+    (an end without it would call a run a success that never made what the goal named)."""
+    if not done:
+        return "no artifact is done"
+    if s.strict_end and missing:
+        return f"steps {', '.join(missing)} not done"
     planned = {st.get("expected_output") for st in (s.plan or {}).get("steps", [])}
-    return [p for p in goal_outputs(s.goal, s.files) if p not in planned and p not in s.files]
+    asked = goal_outputs(s.goal, s.files)
+    unplanned = [p for p in asked if p not in planned and p not in s.files]
+    if unplanned:
+        return f"the goal asks for {', '.join(unplanned)}, which no step writes"
+    return None
 
 
 def held_to_evidence(d: Decision, s: Situation) -> Decision:

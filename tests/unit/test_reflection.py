@@ -251,3 +251,16 @@ def test_the_situation_is_built_once_with_the_real_depth_cap_and_budget():
     s = situation_from_state(state, Context(workload="coding", token_budget=1000), now=101.0)
     assert s.cap == 5 and s.exhausted == "token_budget"
     assert [st["step_id"] for st in s.ready] == ["S1"]
+
+
+def test_an_end_while_a_file_the_goal_asks_for_has_no_step_is_overridden():
+    files = {"a.md": done("a.md")}
+    s = situation(files, steps=[step("S1", "a.md", check=RUBRIC)], goal="Write a.md and b.md.")
+    decision = validate_decision(Decision("end", "looks done", by="model"), s)
+    assert decision.decision != "end" and "b.md" in decision.reason
+    given = situation(
+        {**files, "b.md": done("b.md")},
+        steps=[step("S1", "a.md", check=RUBRIC)],
+        goal="Write a.md and b.md.",
+    )  # b.md is already in the thread: nothing is missing
+    assert validate_decision(Decision("end", "done", by="model"), given).decision == "end"
