@@ -11,6 +11,8 @@ does, through ``register_check``:
 * :mod:`agent.checks.citations` — ``citations`` (every cited URL came from the step's tools)
 * :mod:`agent.checks.rubric` — ``rubric`` (the judge model)
 * :mod:`agent.checks.composite` — ``all`` (every one of several checks)
+* :mod:`agent.checks.stated` — ``examples``, ``json_shape``, ``sections`` (typed checks the
+  evidence floor compiles a goal's acceptance criteria into; not offered to the planner)
 
 Importing this package registers them, family by family in the order the planner sees them,
 and then seals them: from then on no registration can replace a built-in kind. Generated
@@ -19,7 +21,7 @@ code only ever runs in ``agent.sandbox``.
 
 from __future__ import annotations
 
-from agent.checks import citations, code, composite, rubric, sql, text
+from agent.checks import citations, code, composite, rubric, sql, stated, text
 from agent.checks.composite import check_kinds
 from agent.checks.registry import (
     CheckFn,
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 # the order the planner sees the kinds in (``all`` is not offered: agent.checks.composite)
-for _family in (text, code, sql, citations, rubric, composite):
+for _family in (text, code, sql, citations, rubric, composite, stated):
     _family.register()
 seal_builtin_kinds()
 del _family

@@ -36,11 +36,14 @@ criterion: alone, they never let reflection end a run by rule."""
 def proves_criteria(spec: Any) -> bool:
     """Whether a ``done_when`` spec executes or parses its artifact against stated criteria
     (or has a judge read it against a rubric): a part of another kind than
-    :data:`UNPROVEN`, a ``json_schema`` that asks more than "any JSON" included."""
+    :data:`UNPROVEN`, a ``json_schema`` or ``json_shape`` that asks more than "any JSON"
+    included."""
     if isinstance(spec, Mapping) and spec.get("kind") == "all":
         return any(proves_criteria(p) for p in spec.get("checks") or ())
     if isinstance(spec, Mapping) and spec.get("kind") == "json_schema":
         return bool(spec.get("schema"))
+    if isinstance(spec, Mapping) and spec.get("kind") == "json_shape":  # "any JSON" unless
+        return any(v for k, v in spec.items() if k not in ("kind", "origin"))  # it states
     return any(kind not in UNPROVEN for kind in check_kinds(spec))
 
 

@@ -4,14 +4,11 @@ whose results are known (a HumanEval docstring's, a goal's "median([1, 2, 3, 4])
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.checks.text import schema_in_words
-
-__all__ = ["EXAMPLES_TIMEOUT_S", "checks_listed", "examples_check", "shown_check"]
+__all__ = ["EXAMPLES_TIMEOUT_S", "examples_check"]
 
 EXAMPLES_TIMEOUT_S = 10.0
 _PROGRAM = Path(__file__).with_name("examples_program.py")
@@ -49,8 +46,9 @@ def examples_check(
     a path through that function the failing examples do not (a fix keeps the rest);
     ``own`` maps a refactor's callers to what each does after the shared code, quoted when
     one of them no longer ends as it did.
-    ``stated`` keeps what is asserted beside the code, so a prompt
-    can show it instead of the program (:func:`shown_check`)."""
+    ``stated`` keeps what is asserted beside the code, so a prompt can show it instead
+    of the program (:func:`agent.checks.shown.shown_check`); the floor's checks are
+    ``examples`` specs (:mod:`agent.checks.stated`), which hold it as data."""
     program = _PROGRAM.read_text(encoding="utf-8")
     body = program.split(_HEAD, 1)[1]
     pairs = [(str(c), str(w)) for c, w in examples]
@@ -80,38 +78,3 @@ def examples_check(
         if callers:
             spec["stated"]["calls"] = [f"{a} calls {b}" for a, b in callers]
     return spec
-
-
-def shown_check(spec: Any) -> Any:
-    """``spec`` as a prompt shows it: a stated-examples check as what it asserts (its
-    ``defines`` and ``examples``), not as its program; the parts of an ``all`` alike."""
-    if not isinstance(spec, dict):
-        return spec
-    if spec.get("kind") == "all" and isinstance(spec.get("checks"), list):
-        return {"kind": "all", "checks": [shown_check(p) for p in spec["checks"]]}
-    stated = spec.get("stated")
-    if spec.get("kind") == "python" and isinstance(stated, dict):
-        return {"kind": "python", "runs": True, **stated}
-    return spec
-
-
-def checks_listed(spec: Any) -> str:
-    """``spec`` as :func:`shown_check` shows it, one line per part (``- json_schema:
-    {"schema": …}``), with no ``{"kind": "all", "checks": …}`` around it: asked for a program
-    printing ``deploy.json``, the 1.5B printed the check's own JSON on two runs of five; a
-    JSON Schema's keywords of our own are said in words below it
-    (:func:`agent.checks.text.schema_in_words`)."""
-    shown = shown_check(spec)
-    parts = shown["checks"] if isinstance(shown, dict) and shown.get("kind") == "all" else [shown]
-    lines = []
-    for part in parts:
-        if not isinstance(part, dict):
-            lines.append(f"- rubric: {part}")
-            continue
-        rest = {k: v for k, v in part.items() if k not in ("kind", "floor")}
-        said: list[str] = []
-        if part.get("kind") == "json_schema" and "schema" in rest:
-            rest["schema"], said = schema_in_words(rest["schema"])
-        lines.append(f"- {part.get('kind')}" + (f": {json.dumps(rest)}" if rest else ""))
-        lines += [f"  - {sentence}" for sentence in said]
-    return "\n".join(lines)

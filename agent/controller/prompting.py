@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.checks import check_kinds
-from agent.checks.examples import checks_listed, shown_check
+from agent.checks.shown import checks_listed, shown_check
 from agent.controller.focus import Focus
 from agent.prompts import render
 from agent.tools.text_calls import fence_language

@@ -16,7 +16,7 @@ from agent.graph.inputs import StateView, declared_databases
 from agent.graph.memories import memories_taken_in
 from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import invalid_plan, question_first
-from agent.graph.roles import Roles
+from agent.graph.roles import Roles, learnt_update
 from agent.graph.routes import PlannerRoute, command_for
 from agent.graph.turn import take_in
 from agent.graph.updates import combined, with_update
@@ -66,7 +66,8 @@ class Planner:
         request = state.get("plan_request") or {}
         asked = {"reason": str(request.get("reason", "")), "answer": str(request.get("answer", ""))}
         try:
-            metered = self.roles.metered("planner", ctx, asked)
+            trajectory = state.get("trajectory")
+            metered = self.roles.metered("planner", ctx, asked, trajectory=trajectory)
         except Exception as exc:  # no model to ask: a missing key, an unknown provider
             return model_failure(exc, "planner", state, ctx, {}, last=last)
         try:
@@ -81,9 +82,10 @@ class Planner:
                 profile=profile_for(ctx.profile, metered.model),
             )
         except Exception as exc:
-            usage = {"usage": metered.usage}
+            usage = {"usage": metered.usage} | learnt_update(metered)
             return model_failure(exc, "planner", state, ctx, usage, last=last)
         update: dict[str, Any] = {"usage": metered.usage, "plan_request": None}
+        update |= learnt_update(metered)
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
         question = outcome.criteria.question

@@ -15,7 +15,7 @@ from agent.context import Context, as_context
 from agent.graph.inputs import StateView, plan_version
 from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import approval_decision
-from agent.graph.roles import Roles
+from agent.graph.roles import Roles, learnt_update
 from agent.graph.routes import ReflectionRoute, command_for
 from agent.graph.turn import config_failure
 from agent.models.factory import Metered
@@ -55,15 +55,17 @@ class Reflection:
         last = last_attempt(runtime, self.attempts)
         if decision is None:
             try:
-                metered = self.roles.metered("reflection", ctx)
+                trajectory = state.get("trajectory")
+                metered = self.roles.metered("reflection", ctx, trajectory=trajectory)
             except Exception as exc:  # no model to ask: a missing key, an unknown provider
                 return model_failure(exc, "reflection", state, ctx, update, last=last)
             try:
                 decision = await ask_reflection(metered, s)
             except Exception as exc:
-                usage = {"usage": metered.usage}
+                usage = {"usage": metered.usage} | learnt_update(metered)
                 return model_failure(exc, "reflection", state, ctx, usage, last=last)
             update["usage"] = metered.usage
+            update |= learnt_update(metered)
             decision = rules.validate_decision(decision, s)
         decision = rules.held_to_evidence(decision, s)
         update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)

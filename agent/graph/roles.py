@@ -3,7 +3,7 @@ subagents, from ``build_graph(models=...)``, the subagent's own model and the ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -12,9 +12,10 @@ from agent.context import Context
 from agent.controller.subagents import SubAgent
 from agent.errors import ConfigError
 from agent.models.factory import JUDGE, Metered, load_model
+from agent.models.structured_methods import methods_from
 from agent.suggestions import did_you_mean
 
-__all__ = ["GRAPH_ROLES", "Roles"]
+__all__ = ["GRAPH_ROLES", "Roles", "learnt_update"]
 
 GRAPH_ROLES = ("planner", "reflection", JUDGE)
 """The roles that are not subagents; ``default`` names every role not named otherwise."""
@@ -92,8 +93,24 @@ class Roles:
         return load_model(chosen, role, **limits)
 
     def metered(
-        self, role: str, ctx: Context, metadata: Mapping[str, Any] | None = None
+        self,
+        role: str,
+        ctx: Context,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        trajectory: Iterable[Mapping[str, Any]] | None = None,
     ) -> Metered:
         """The role's model, counting the tokens it reports; its calls carry ``role`` and
-        ``metadata``."""
-        return Metered(self.model_for(role, ctx), role, ctx.structured_output, metadata)
+        ``metadata``, and ask for structured answers the way the thread's ``trajectory``
+        recorded works for the model (:func:`agent.models.structured_methods.methods_from`)."""
+        model = self.model_for(role, ctx)
+        methods = methods_from(trajectory)
+        return Metered(model, role, ctx.structured_output, metadata, methods=methods)
+
+
+def learnt_update(metered: Metered) -> dict[str, Any]:
+    """The update keeping with the thread what ``metered``'s structured calls taught about
+    its model (nothing when they taught nothing new): the next node reads it back."""
+    if metered.learnt is None:
+        return {}
+    return {"trajectory": [{**metered.learnt, "actor": metered.role}]}

@@ -37,8 +37,8 @@ from agent.models.providers import constrained_decoding, provider_model, structu
 from agent.models.refusals import refusal_of
 from agent.models.reply_schema import parse_structured
 from agent.models.scenarios import scenario_model
-from agent.models.scripted import ScriptedChatModel, is_model
-from agent.models.structured_methods import StructuredMethods
+from agent.models.scripted import is_model
+from agent.models.structured_methods import StructuredMethods, learnt_event
 from agent.prompts import render
 from agent.vocabulary import StructuredOutput
 
@@ -64,9 +64,6 @@ NOSTREAM_TAGS = tuple(dict.fromkeys((TAG_NOSTREAM, "langsmith:nostream")))
 
 
 # ---------------------------------------------------------------------------- factory
-
-STRUCTURED_METHODS = StructuredMethods()
-"""What ``auto`` has learnt, per model, for the whole process."""
 
 
 def model_key(model: BaseChatModel) -> str:
@@ -168,10 +165,18 @@ class Metered:
         role: str,
         structured_method: str,
         metadata: Mapping[str, Any] | None = None,
+        *,
+        methods: StructuredMethods | None = None,
     ) -> None:
         self.model = model
         self.role = role
         self.structured_method = structured_method
+        self.methods = methods if methods is not None else StructuredMethods()
+        """What ``auto`` knows of which structured-output method works: the thread's
+        (:func:`agent.models.structured_methods.methods_from`), grown by this one's calls."""
+        self.learnt: dict[str, Any] | None = None
+        """What this one's structured calls taught, as a trajectory event to keep with the
+        thread (:func:`agent.models.structured_methods.learnt_event`); None: nothing new."""
         self.metadata: dict[str, Any] = {"role": role, **(metadata or {})}
         self.usage: dict[str, dict[str, int]] = {}
         self.temperature: float | None = None
@@ -262,13 +267,12 @@ class Metered:
     def _structured_runnable(self, schema: type[BaseModel], method: str) -> Runnable:
         kwargs: dict[str, Any] = {"include_raw": True}
         target: Any = schema
-        if not isinstance(self.model, ScriptedChatModel):
-            method = structured_method_for(self.model, method)
-            kwargs["method"] = method
-            if method == StructuredOutput.JSON_SCHEMA:
-                # With a pydantic class the openai client parses, and raises, inside invoke;
-                # with its JSON schema a malformed answer reaches us for a retry, usage intact.
-                target = schema.model_json_schema()
+        method = structured_method_for(self.model, method)
+        kwargs["method"] = method
+        if method == StructuredOutput.JSON_SCHEMA:
+            # With a pydantic class the openai client parses, and raises, inside invoke;
+            # with its JSON schema a malformed answer reaches us for a retry, usage intact.
+            target = schema.model_json_schema()
         return self.model.with_structured_output(target, **kwargs)
 
     async def astructured(
@@ -287,31 +291,35 @@ class Metered:
         and a ``json_schema`` request that times out twice in a row puts it last. Whatever the
         method, JSON the model wrote in its reply's text instead (small models do) counts."""
         config = self.config(metadata, nostream=True)
-        scripted = isinstance(self.model, ScriptedChatModel)
-        if scripted or self.structured_method != StructuredOutput.AUTO:
+        if self.structured_method != StructuredOutput.AUTO:
             return await self._ask(self.structured_method, messages, schema, config)
         key = model_key(self.model)
         refused = "every structured-output method was refused"
         first = (StructuredOutput.JSON_SCHEMA,) if constrained_decoding(self.model) else ()
-        for method in STRUCTURED_METHODS.order(key, first):
-            try:
-                parsed, raw = await self._ask(method, messages, schema, config)
-            except Exception as exc:
-                if refusal_of(str(exc)) is None:
-                    if method == StructuredOutput.JSON_SCHEMA and timed_out(exc):
-                        # a schema too slow to decode by (a grammar on a small CPU): a
-                        # miss, so two in a row put json_schema last for this model
-                        STRUCTURED_METHODS.record_failure(key, method, describe(exc))
-                    raise
-                STRUCTURED_METHODS.record_failure(key, method, str(exc))
-                refused = f"{method} refused: {describe(exc)}"
-                continue
-            if parsed is None:
-                STRUCTURED_METHODS.record_failure(key, method, raw)
-            else:
-                STRUCTURED_METHODS.record_success(key, method)
-            return parsed, raw  # a miss is the caller's to retry, with the error
-        return None, refused
+        known = self.methods.snapshot(key)
+        try:
+            for method in self.methods.order(key, first):
+                try:
+                    parsed, raw = await self._ask(method, messages, schema, config)
+                except Exception as exc:
+                    if refusal_of(str(exc)) is None:
+                        if method == StructuredOutput.JSON_SCHEMA and timed_out(exc):
+                            # a schema too slow to decode by (a grammar on a small CPU): a
+                            # miss, so two in a row put json_schema last for this model
+                            self.methods.record_failure(key, method, describe(exc))
+                        raise
+                    self.methods.record_failure(key, method, str(exc))
+                    refused = f"{method} refused: {describe(exc)}"
+                    continue
+                if parsed is None:
+                    self.methods.record_failure(key, method, raw)
+                else:
+                    self.methods.record_success(key, method)
+                return parsed, raw  # a miss is the caller's to retry, with the error
+            return None, refused
+        finally:
+            if (now := self.methods.snapshot(key)) != known:
+                self.learnt = learnt_event(key, now)
 
     async def _ask(
         self, method: str, messages: list[BaseMessage], schema: type[SchemaT], config: Any

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +13,13 @@ from agent.vocabulary import StructuredOutput
 
 __all__ = [
     "AUTO_METHODS",
+    "LEARNT",
     "TOOL_CHOICES",
     "TOOL_CHOICE_OBJECT",
     "TOOL_CHOICE_REQUIRED",
     "StructuredMethods",
+    "learnt_event",
+    "methods_from",
 ]
 
 AUTO_METHODS: tuple[StructuredOutput, ...] = (
@@ -46,7 +49,8 @@ class _ModelMemory:
 
 class StructuredMethods:
     """Which structured-output method to use with each model, learnt as calls go
-    (``structured_output="auto"``). Thread-safe; one instance is shared by a process.
+    (``structured_output="auto"``). Thread-safe; one instance belongs to one node's calls,
+    restored from its thread's trajectory (:func:`methods_from`), never to the process.
 
     For a model key (``provider:name@endpoint``, any string) :meth:`order` gives the
     methods to try, best first: tool calling, then ``json_schema``, then text JSON. The
@@ -174,6 +178,22 @@ class StructuredMethods:
                 "last_success": memory.last_success,
             }
 
+    def restore(self, model_key: str, snapshot: Mapping[str, Any]) -> None:
+        """Remember about ``model_key`` what :meth:`snapshot` said (a thread's record of
+        what its calls learnt); a method not known, or a malformed value, is left out."""
+        order = [m for m in _strings(snapshot.get("order")) if m in self._methods]
+        dropped = {m for m in _strings(snapshot.get("dropped")) if m in self._methods}
+        order = list(dict.fromkeys([*order, *(m for m in self._methods if m not in order)]))
+        last = snapshot.get("last_success")
+        with self._lock:
+            self._models[str(model_key)] = _ModelMemory(
+                order=order,
+                refusals=_counts(snapshot.get("refusals"), self._methods),
+                dropped=dropped - {StructuredOutput.TEXT},
+                tool_choice_refusals=_counts(snapshot.get("tool_choice_refusals"), TOOL_CHOICES),
+                last_success=last if last in self._methods else None,
+            )
+
     def forget(self, model_key: str | None = None) -> None:
         """Forget one model (or all): a server restarted with other settings."""
         with self._lock:
@@ -186,3 +206,43 @@ class StructuredMethods:
         if method not in self._methods:
             msg = f"unknown structured-output method {method!r}; expected one of {self._methods}"
             raise ValueError(msg)
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _counts(value: Any, known: Sequence[str]) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        k: v
+        for k, v in value.items()
+        if k in known and isinstance(v, int) and not isinstance(v, bool) and v > 0
+    }
+
+
+LEARNT = "structured_methods"
+"""The ``action`` of a trajectory event recording what a node's structured calls learnt
+about a model: ``{"action": LEARNT, "model": key, "learnt": snapshot}``."""
+
+
+def learnt_event(model_key: str, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The trajectory event that keeps what was learnt about ``model_key`` with the thread."""
+    return {"action": LEARNT, "model": str(model_key), "learnt": dict(snapshot)}
+
+
+def methods_from(trajectory: Iterable[Mapping[str, Any]] | None) -> StructuredMethods:
+    """A memory holding what a thread's trajectory last recorded about each model (the
+    latest event per model wins): the facts live in the thread's checkpoints, so one
+    thread never changes how another asks its model."""
+    methods = StructuredMethods()
+    latest: dict[str, Mapping[str, Any]] = {}
+    for event in trajectory or ():
+        if isinstance(event, Mapping) and event.get("action") == LEARNT:
+            learnt = event.get("learnt")
+            if isinstance(learnt, Mapping) and isinstance(event.get("model"), str):
+                latest[event["model"]] = learnt
+    for key, snapshot in latest.items():
+        methods.restore(key, snapshot)
+    return methods

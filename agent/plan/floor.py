@@ -4,11 +4,13 @@ the plan is validated (``agent.plan.validation.parse_plan``).
 
 A check of kinds that do not run or judge the artifact (presence, text patterns, a rubric,
 ``syntax``) becomes an ``all`` of ``non_empty`` (``exists`` for a package's
-``__init__.py``, which may be empty), the floor's parts, then every part the planner wrote
-(marked ``"floor": N``, the number of the floor's parts, so a replan is shown the planner's
-check alone: :func:`without_floor`). Only a small model's profile (``repairs``) leaves out a
-planner part that cannot pass on its file; otherwise such a part fails on evidence and is
-settled by a replan or a human.
+``__init__.py``, which may be empty), the floor's parts, then every part the planner wrote,
+as written. The floor's parts are typed kinds where one says what is asserted
+(:mod:`agent.checks.stated`: ``examples``, ``json_shape``, ``sections``) and each carries
+``"origin": "floor"``, so a replan is shown the planner's check alone
+(:func:`without_floor`). Only a small model's profile (``repairs``) leaves out a planner
+part that cannot pass on its file; otherwise such a part fails on evidence and is settled by
+a replan or a human.
 
 - a ``.py`` runs, defines the functions its criteria name, meets their examples, and, called
   with values of the types its written signature states, raises no error of broken code and
@@ -41,9 +43,17 @@ from typing import Any
 
 from agent.checks import CheckScope, check_kinds, validate_check_spec
 from agent.checks.composite import PRESENCE
-from agent.checks.examples import examples_check
 from agent.checks.sql import READS
-from agent.checks.text import HAS_KEYS, SORTED_BY, SPELLED, VALUES_OF
+from agent.checks.stated import (
+    FLOOR,
+    ExamplesSpec,
+    JsonShapeSpec,
+    SectionsSpec,
+    SharedCall,
+    SmokeCall,
+    SortOrder,
+    StatedExample,
+)
 from agent.plan.criteria import (
     MAX_SCANNED_CHARS,
     FileCriteria,
@@ -123,15 +133,9 @@ def raise_to_floor(
             continue
         own = _parts(step.done_when)
         floors = _parts(floor)  # an ``all`` of the floor's is listed, never nested
-        parts = [_presence(step.expected_output), *floors]
+        parts = [_added(p) for p in [_presence(step.expected_output), *floors]]
         parts += [p for p in own if _still_needed(p, step.expected_output, repairs=repairs)]
-        # ``floor``: how many parts after non_empty are the floor's (True, in older plans: 1)
-        raised = {
-            "kind": "all",
-            "checks": parts,
-            "floor": True if len(floors) == 1 else len(floors),
-        }
-        out.append(step.model_copy(update={"done_when": raised}))
+        out.append(step.model_copy(update={"done_when": {"kind": "all", "checks": parts}}))
     return out
 
 
@@ -206,7 +210,11 @@ def without_floor(spec: Any) -> Any:
     is shown, since the floor is raised again on its answer."""
     if not _raised(spec):
         return spec
-    own = list(spec.get("checks") or [])[1 + int(spec["floor"]) :]
+    parts = list(spec.get("checks") or [])
+    if "floor" in spec:  # a plan stored before parts carried their origin: a count
+        own = parts[1 + int(spec["floor"]) :]
+    else:
+        own = [p for p in parts if not (isinstance(p, dict) and p.get("origin") == FLOOR)]
     if not own:
         return {"kind": "non_empty"}
     return own[0] if len(own) == 1 else {"kind": "all", "checks": own}
@@ -214,7 +222,17 @@ def without_floor(spec: Any) -> Any:
 
 def _raised(spec: Any) -> bool:
     """Whether ``spec`` is a check :func:`raise_to_floor` raised."""
-    return isinstance(spec, dict) and spec.get("kind") == "all" and bool(spec.get("floor"))
+    if not isinstance(spec, dict) or spec.get("kind") != "all":
+        return False
+    parts = spec.get("checks") or []
+    return bool(spec.get("floor")) or any(
+        isinstance(p, dict) and p.get("origin") == FLOOR for p in parts
+    )
+
+
+def _added(part: dict[str, Any]) -> dict[str, Any]:
+    """``part`` marked as one the product added beside the planner's check."""
+    return {**part, "origin": FLOOR}
 
 
 def floor_check(
@@ -235,7 +253,7 @@ def floor_check(
     if _is_module(path):
         return _module_floor(step, steps, goal, criteria, (kept or {}).get(path, ""))
     if suffix == ".json":
-        return {"kind": "json_schema", "schema": json_schema_of(stated)}
+        return _json_shape(stated).as_spec()
     if suffix in PROSE:
         parts = [*_sections(stated), *_citations(stated)]
         return (
@@ -256,33 +274,27 @@ def _names_word(text: str, word: str) -> bool:
     return re.search(pattern, text[:MAX_SCANNED_CHARS]) is not None
 
 
+def _json_shape(stated: FileCriteria) -> JsonShapeSpec:
+    """What a ``.json`` artifact's criteria state: its top-level keys, orders, item keys,
+    value lists and spellings."""
+    return JsonShapeSpec(
+        keys=list(dict.fromkeys(k.name for k in stated.keys)),
+        sorted_by=[SortOrder(key=o.key, descending=o.descending) for o in stated.sorted_by],
+        item_keys=list(dict.fromkeys(k.name for k in stated.item_keys)),
+        values_of={v.key: v.of for v in stated.values_of},
+        spelled=list(dict.fromkeys(c.name for c in stated.spelled)),
+    )
+
+
 def json_schema_of(stated: FileCriteria) -> dict[str, Any]:
-    """The JSON schema a ``.json`` artifact meets: its top-level keys, and the keywords of
-    :mod:`agent.checks.text` for the orders, item keys, value lists and spellings stated."""
-    schema = _keys_schema([k.name for k in stated.keys])
-    if stated.sorted_by:
-        schema[SORTED_BY] = [{"key": o.key, "descending": o.descending} for o in stated.sorted_by]
-    if stated.item_keys:
-        schema[HAS_KEYS] = list(dict.fromkeys(k.name for k in stated.item_keys))
-    if stated.values_of:
-        schema[VALUES_OF] = {v.key: v.of for v in stated.values_of}
-    if stated.spelled:
-        schema[SPELLED] = list(dict.fromkeys(c.name for c in stated.spelled))
-    return schema
+    """The JSON schema a ``.json`` artifact's ``json_shape`` check compiles to."""
+    return _json_shape(stated).json_schema()
 
 
 def _sections(stated: FileCriteria) -> list[dict[str, Any]]:
-    """A document's stated sections: for Markdown a heading line naming each, else the
-    title somewhere in the text."""
+    """A document's stated sections (a ``sections`` check), or none."""
     titles = list(dict.fromkeys(s.name.strip() for s in stated.sections if s.name.strip()))
-    if not titles:
-        return []
-    if posixpath.splitext(stated.path)[1].lower() not in {".md", ".markdown"}:
-        return [{"kind": "contains", "all": titles}]
-    return [
-        {"kind": "regex", "pattern": rf"(?im)^[ \t]{{0,3}}#{{1,6}}[ \t][^\n]*{re.escape(t)}"}
-        for t in titles
-    ]
+    return [SectionsSpec(titles=titles).as_spec()] if titles else []
 
 
 def _citations(stated: FileCriteria) -> list[dict[str, Any]]:
@@ -317,8 +329,15 @@ def stated_floor(
         return None
     given = (kept or {}).get(step.expected_output, "")
     floor = _module_floor(step, steps, goal, criteria, given)
-    stated = floor.get("stated", {}) if floor else {}
-    return floor if any(stated.values()) else None
+    return floor if floor is not None and _states(floor) else None
+
+
+def _states(spec: dict[str, Any]) -> bool:
+    """Whether a module's floor is one ``examples`` check asserting anything of it."""
+    if spec.get("kind") != "examples":
+        return False
+    shown = ExamplesSpec.model_validate(spec).shown()
+    return any(v for k, v in shown.items() if k != "kind")
 
 
 def _stated_sql(step: Step, stated: FileCriteria) -> dict[str, Any] | None:
@@ -374,7 +393,7 @@ def _module_floor(
     if modules != [path]:
         names = list(dict.fromkeys([*defines, *kept]))
         own = [(c, w) for c, w in examples if _called(c) in defines]
-        spec = examples_check(
+        spec = _examples(
             names, own, given=given, keep=probes, calls=calls, shared=shared, own=rests
         )
         parts = [spec]
@@ -386,14 +405,14 @@ def _module_floor(
             code = "".join(f"import {m}\n" for m in imports)
             parts.append({"kind": "python", "code": code})
             if siblings := _sibling_examples(steps, step, criteria):
-                parts.append(_prefixed(code, examples_check([], siblings)))
+                parts.append(_examples([], siblings, prelude=code))
         return parts[0] if len(parts) == 1 else {"kind": "all", "checks": parts}
     names = list(dict.fromkeys([*defines, *(_called(c) for c, _ in examples), *kept]))
     smoke = smoke_calls(signatures(source))
     fixed = [n for n in dict.fromkeys(f.name for f in stated.fixes) if n in kept]
     fixed = [n for n in fixed if any(_called(c) == n for c, _ in examples)]
     paths = probe_calls(given, fixed) if fixed and comparable(given) else []
-    return examples_check(
+    return _examples(
         names,
         examples,
         smoke=smoke,
@@ -478,9 +497,32 @@ def _sibling_examples(
     return out
 
 
-def _prefixed(code: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """``spec``, a ``python`` check, running ``code`` (the package's imports) first."""
-    return {**spec, "code": code + spec["code"]}
+def _examples(
+    names: list[str],
+    examples: list[tuple[str, str]],
+    *,
+    smoke: list[tuple[str, str]] | None = None,
+    given: str = "",
+    keep: list[str] | None = None,
+    calls: list[tuple[str, str]] | None = None,
+    shared: list[tuple[str, str]] | None = None,
+    paths: list[str] | None = None,
+    own: Mapping[str, str] | None = None,
+    prelude: str = "",
+) -> dict[str, Any]:
+    """An ``examples`` check (:class:`agent.checks.stated.ExamplesSpec`) of a module."""
+    return ExamplesSpec(
+        defines=names,
+        examples=[StatedExample(call=c, expected=w) for c, w in examples],
+        smoke=[SmokeCall(call=c, returns=r) for c, r in smoke or []],
+        given=given if keep or shared or (paths and examples) else "",
+        keep=keep or [] if given else [],
+        calls=calls or [],
+        shared=[SharedCall(call=c, source=w) for c, w in shared or []] if given else [],
+        paths=paths or [] if given and examples else [],
+        own=dict(own or {}) if given and keep else {},
+        prelude=prelude,
+    ).as_spec()
 
 
 def _module_name(path: str) -> str | None:
@@ -601,12 +643,3 @@ def _result_type(annotation: ast.expr | None) -> str:
 
 def _called(call: str) -> str:
     return call.split("(", 1)[0].strip().rsplit(".", 1)[-1]
-
-
-def _keys_schema(keys: list[str]) -> dict[str, Any]:
-    """Any JSON document when ``keys`` is empty; else an object with those keys, or a
-    non-empty list of such objects."""
-    if not keys:
-        return {}
-    one = {"type": "object", "required": keys}
-    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}]}

@@ -11,8 +11,8 @@ ended ``success`` (a false success). Reflection asks a human instead
 (:func:`agent.reflection.rules.held_to_evidence`); this module finds those functions.
 
 A function counts as run when any check of the plan calls it: a stated example, smoke call
-or kept call of a floor check, a call in a ``python`` check's code, or in the test files a
-``pytest`` check runs. The model-written examples that could replace a human here were
+or kept call of a floor check (``examples``), a call in a ``python`` check's code, or in the
+test files a ``pytest`` check runs. The model-written examples that could replace a human here were
 measured and not kept: Qwen2.5-Coder-1.5B, asked for examples of HumanEval/0–14 from their
 descriptions, wrote 8 right and 18 wrong (docs/real-model-eval.md).
 """
@@ -56,7 +56,11 @@ def _asserted(
     stated = part.get("stated")
     if kind == "syntax":
         return _names(part.get("defines")), set()
-    if kind == "python" and isinstance(stated, Mapping):  # a floor check: what it states
+    if kind == "examples":  # a floor check: what it states, typed
+        said = [part.get(k) for k in ("examples", "smoke", "keep", "shared", "paths")]
+        calls = {n for v in said for n in _called(_calls_in(v))}
+        return _names(part.get("defines")), calls
+    if kind == "python" and isinstance(stated, Mapping):  # an older plan's floor check
         calls = {n for key, v in stated.items() if key != "defines" for n in _called(v)}
         return _names(stated.get("defines")), calls
     if kind == "python":
@@ -76,6 +80,13 @@ def _parts(spec: Any) -> Iterator[Mapping[str, Any]]:
             yield from _parts(part)
     else:
         yield spec
+
+
+def _calls_in(value: Any) -> list[str]:
+    """The call strings of a typed part's list: strings, or objects with a ``call``."""
+    if not isinstance(value, list):
+        return []
+    return [str(v.get("call", "")) if isinstance(v, Mapping) else str(v) for v in value]
 
 
 def _names(value: Any) -> list[str]:

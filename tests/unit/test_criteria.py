@@ -8,6 +8,7 @@ import string
 
 import pytest
 
+from agent.checks.shown import shown_check
 from agent.plan.criteria import (
     MAX_ITEMS,
     CountCriterion,
@@ -351,7 +352,7 @@ def test_a_kept_behaviour_quoting_the_goal_keeps_every_given_function():
     assert dropped == [] and kept.of("pricing.py").behaviour_kept is not None
     step = Step(step_id="S1", action="coder", instructions="x", expected_output="pricing.py")
     [raised] = raise_to_floor([step], goal, kept={"pricing.py": given}, criteria=kept)
-    shown = raised.done_when["checks"][1]["stated"]["ends_as_in_the_given_file"]
+    shown = shown_check(raised.done_when["checks"][1])["ends_as_in_the_given_file"]
     assert any(c.startswith("a(") for c in shown) and any(c.startswith("b(") for c in shown)
     invented, dropped = verified(criteria, "Refactor pricing.py.")
     assert invented.of("pricing.py").behaviour_kept is None and dropped

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.checks import check_kinds, run_check, validate_check_spec
-from agent.checks.examples import shown_check
+from agent.checks.shown import shown_check
 from agent.checks.sql import READS
 from agent.plan.criteria import (
     CallCriterion,
@@ -57,12 +57,18 @@ def of(path: str, **stated) -> GoalCriteria:
     return GoalCriteria(files=[FileCriteria(path=path, **stated)])
 
 
+def bare(part):
+    """A check part without the origin the floor marks its own parts with."""
+    return {k: v for k, v in part.items() if k != "origin"}
+
+
 def stated(spec):
-    """The names and examples of the floor's python part (None when there is none)."""
+    """What the floor's ``examples`` part asserts, as a prompt shows it (None when there
+    is none)."""
     parts = spec["checks"] if spec.get("kind") == "all" else [spec]
     for part in parts:
-        if part.get("kind") == "python" and "stated" in part:
-            return part["stated"]
+        if part.get("kind") == "examples":
+            return {k: v for k, v in shown_check(part).items() if k != "kind"}
     return None
 
 
@@ -106,8 +112,9 @@ def test_a_weak_check_on_a_module_gets_the_goal_s_names_and_examples(check):
     goal = "Fix stats.py: median([1, 2, 3, 4]) == 2.5; keep mean(xs) as it is."
     (raised,) = plan(step("S1", "stats.py", action="coder", check=check), goal=goal)
     spec = raised.done_when
-    assert spec["kind"] == "all" and spec["floor"] is True
-    assert list(check_kinds(spec))[:2] == ["non_empty", "python"]
+    assert spec["kind"] == "all"
+    assert [p["origin"] for p in spec["checks"][:2]] == ["floor", "floor"]
+    assert list(check_kinds(spec))[:2] == ["non_empty", "examples"]
     assert stated(spec) == {
         "defines": ["mean", "median"],  # the signature written, then the example's call
         "examples": ["median([1, 2, 3, 4]) == 2.5"],
@@ -148,7 +155,9 @@ def test_what_the_goal_states_of_its_module_is_asserted_before_a_strong_check(ch
     ]
     raised = plan(*steps, goal=goal)[1].done_when
     parts = raised["checks"]
-    assert raised["floor"] and parts[1]["stated"]["examples"] == ["median([1, 2, 3, 4]) == 2.5"]
+    assert parts[1]["origin"] == "floor" and stated(parts[1])["examples"] == [
+        "median([1, 2, 3, 4]) == 2.5"
+    ]
     assert parts[2:] == [check] and without_floor(raised) == check
     once = plan(*steps, goal=goal)
     assert raise_to_floor(once, goal) == once  # raised once
@@ -208,10 +217,10 @@ def test_test_files_keep_their_check_and_prose_is_judged_beside_it():
 def test_json_gets_the_goal_s_keys_only_when_it_is_the_goal_s_one_json_file():
     goal = 'Write inventory.json with "items": [...] and "total": a number.'
     (one,) = plan(step("S1", "inventory.json"), goal=goal)
-    schema = one.done_when["checks"][1]["schema"]
+    schema = shown_check(one.done_when["checks"][1])["schema"]
     assert schema["anyOf"][0] == {"type": "object", "required": ["items", "total"]}
     (other,) = plan(step("S1", "notes.json"), goal=goal)
-    assert other.done_when["checks"][1] == {"kind": "json_schema", "schema": {}}
+    assert other.done_when["checks"][1] == {"kind": "json_shape", "origin": "floor"}
 
 
 GENRES = (
@@ -227,7 +236,7 @@ COUNTED = of("top.sql", reads=[NameCriterion(name="tracks", quote="its number of
 def test_a_table_the_criteria_say_the_query_counts_must_be_read():
     # on the 1.5B a query counting the genre's rows for its tracks passed (a false success)
     (floor,) = plan(step("S1", "top.sql"), goal=GENRES, databases=DB, criteria=COUNTED)
-    stated = {"kind": "sql", "db": "chinook", READS: ["tracks"]}
+    stated = {"kind": "sql", "db": "chinook", READS: ["tracks"], "origin": "floor"}
     assert floor.done_when["checks"][1] == stated
     assert validate_check_spec(floor.done_when) == []
     # the planner's own sql check is strong: the tables read are asserted beside it
@@ -244,9 +253,9 @@ def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
     (named,) = plan(
         step("S1", "q.sql"), goal="Query the chinook database.", databases=("chinook", "hr")
     )
-    assert named.done_when["checks"][1] == {"kind": "sql", "db": "chinook"}
+    assert bare(named.done_when["checks"][1]) == {"kind": "sql", "db": "chinook"}
     (only,) = plan(step("S1", "q.sql"), goal="Write q.sql.", databases=("hr",))
-    assert only.done_when["checks"][1] == {"kind": "sql", "db": "hr"}
+    assert bare(only.done_when["checks"][1]) == {"kind": "sql", "db": "hr"}
     (unknown,) = plan(step("S1", "q.sql"), goal="Write q.sql.", databases=("a", "b"))
     assert unknown.done_when == {"kind": "non_empty"}  # which one is not for code to guess
 
@@ -270,8 +279,7 @@ def test_a_prompt_shows_what_the_floor_asserts_not_its_program():
         "checks": [
             {"kind": "non_empty"},
             {
-                "kind": "python",
-                "runs": True,
+                "kind": "examples",
                 "defines": ["median"],
                 "examples": ["median([1, 2, 3, 4]) == 2.5"],
             },
@@ -287,10 +295,10 @@ def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
         {"steps": steps}, actions=ACTIONS, max_steps=5, goal=goal, files=["stats.py"], kept=kept
     )
     assert errors == []
-    assert parsed[0].done_when["checks"][1]["stated"]["defines"] == ["median", "mean"]
+    assert stated(parsed[0].done_when["checks"][1])["defines"] == ["median", "mean"]
     other = "Write a.py and b.py."  # the goal names no one module: the kept names still hold
     (raised,) = plan(step("S1", "a.py", action="coder"), goal=other)
-    assert raised.done_when["checks"][1]["stated"]["defines"] == []
+    assert stated(raised.done_when["checks"][1])["defines"] == []
     parsed, _ = parse_plan(
         {"steps": [step("S1", "a.py", action="coder")]},
         actions=ACTIONS,
@@ -298,7 +306,7 @@ def test_a_users_module_keeps_its_public_names_when_a_step_rewrites_it():
         goal=other,
         kept={"a.py": "def f(x): ...\n"},
     )
-    assert parsed[0].done_when["checks"][1]["stated"]["defines"] == ["f"]
+    assert stated(parsed[0].done_when["checks"][1])["defines"] == ["f"]
 
 
 @pytest.mark.parametrize(
@@ -328,8 +336,8 @@ def test_a_fix_keeps_the_fixed_function_s_other_paths_only_when_the_criteria_fix
         criteria=of("stats.py", fixes=fixes),
     )
     assert errors == []
-    stated = parsed[0].done_when["checks"][1]["stated"]
-    assert stated.get("ends_as_in_the_given_file_off_the_bug_s_path", [])[:2] == paths
+    said = stated(parsed[0].done_when["checks"][1])
+    assert said.get("ends_as_in_the_given_file_off_the_bug_s_path", [])[:2] == paths
 
 
 def test_the_planner_keeps_the_users_modules_as_given_only():
@@ -360,7 +368,7 @@ def test_a_report_the_criteria_ask_to_cite_must_cite_what_the_tools_returned(che
         step("S1", "report.md", action="writer", check=check), goal=CITING, criteria=CITES
     )
     parts = raised.done_when["checks"]
-    assert {"kind": "citations", "min": 2} in parts
+    assert {"kind": "citations", "min": 2} in map(bare, parts)
     assert [p["kind"] for p in parts][:2] == ["non_empty", "citations"]
     assert parts[-1]["kind"] == "rubric"  # prose is judged too
     assert validate_check_spec(raised.done_when) == []
@@ -374,7 +382,7 @@ def test_the_least_number_of_citations_is_the_one_the_criteria_state_and_at_leas
         goal="Write notes.md and cite your sources.",
         criteria=criteria,
     )
-    assert {"kind": "citations", "min": shown} in raised.done_when["checks"]
+    assert {"kind": "citations", "min": shown} in map(bare, raised.done_when["checks"])
 
 
 @pytest.mark.parametrize(
@@ -402,8 +410,9 @@ def test_a_markdown_document_must_have_the_sections_its_criteria_name():
         criteria=of("report.md", sections=sections),
     )
     spec = raised.done_when
-    assert list(check_kinds(spec)) == ["non_empty", "regex", "regex", "rubric"]
-    floor = {"kind": "all", "checks": spec["checks"][:3]}  # the rubric needs a judge
+    assert list(check_kinds(spec)) == ["non_empty", "sections", "rubric"]
+    assert bare(spec["checks"][1]) == {"kind": "sections", "titles": ["Summary", "Sources"]}
+    floor = {"kind": "all", "checks": spec["checks"][:2]}  # the rubric needs a judge
     right = "# Report\n\n## Summary\n\nHNSW.\n\n## Sources\n\n- a\n"
     assert run_check(floor, {"report.md": right}, "report.md")["passed"]
     prose = "# Report\n\nIn summary, HNSW. Sources: a.\n"
@@ -413,7 +422,12 @@ def test_a_markdown_document_must_have_the_sections_its_criteria_name():
         goal="Write report.txt with a Summary and Sources.",
         criteria=of("report.txt", sections=sections),
     )
-    assert {"kind": "contains", "all": ["Summary", "Sources"]} in text.done_when["checks"]
+    assert {"kind": "sections", "titles": ["Summary", "Sources"]} in map(
+        bare, text.done_when["checks"]
+    )
+    part = text.done_when["checks"][1]  # in plain text, each title somewhere
+    assert run_check(part, {"report.txt": "Summary: x. Sources: a."}, "report.txt")["passed"]
+    assert not run_check(part, {"report.txt": "Summary: x."}, "report.txt")["passed"]
 
 
 TWO_MODULES = (
@@ -444,9 +458,9 @@ def two_modules(goal: str = TWO_MODULES, criteria: GoalCriteria | None = USES) -
 def test_a_module_that_cannot_run_yet_must_use_what_its_criteria_say():
     a, b = two_modules()
     # uses: the criteria's; defines: the signature its part of the goal writes
-    assert a.done_when["checks"][1] == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
+    assert bare(a.done_when["checks"][1]) == {"kind": "syntax", "uses": ["g"], "defines": ["f"]}
     plain, _ = two_modules(criteria=None)
-    assert plain.done_when["checks"][1] == {"kind": "syntax", "defines": ["f"]}
+    assert bare(plain.done_when["checks"][1]) == {"kind": "syntax", "defines": ["f"]}
     report = run_check(a.done_when, {"pkg/a.py": "def f(t):\n    return t\n"}, "pkg/a.py")
     assert not report["passed"] and "g" in report["evidence"]
     # the plan's other module runs after it, and its check runs the package
@@ -522,7 +536,7 @@ def test_a_call_criterion_is_asserted_for_a_given_function_calling_a_new_one(cal
     )
     criteria = of("pricing.py", calls=calls)
     spec = stated_floor(step, [step], REFACTOR, criteria, kept={"pricing.py": PRICING})
-    assert spec is not None and spec["stated"].get("calls", []) == pairs
+    assert spec is not None and stated(spec).get("calls", []) == pairs
     assert spec.get("calls", []) == [p.split(" calls ") for p in pairs]
     assert stated_floor(step, [step], REFACTOR, criteria) is None  # no user's module
 
@@ -533,7 +547,7 @@ def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour():
     )
     criteria = of("pricing.py", calls=BOTH_CALL)
     spec = stated_floor(step, [step], REFACTOR, criteria, kept={"pricing.py": PRICING})
-    assert spec is not None and spec["stated"]["calls"] == [
+    assert spec is not None and stated(spec)["calls"] == [
         "book_price calls base",
         "music_price calls base",
     ]
@@ -632,11 +646,11 @@ def test_a_refactor_s_new_function_computes_what_its_callers_shared():
         step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
     )
     spec = stated_floor(step, [step], goal, criteria, kept={"pricing.py": given})
-    assert spec is not None and spec["stated"]["returns_as_the_shared_code"]
+    assert spec is not None and stated(spec)["returns_as_the_shared_code"]
     unshared = of("pricing.py", calls=[c.model_copy(update={"shares": False}) for c in calls])
-    assert spec["stated"]["ends_as_in_the_given_file"]  # the kept callers are probed
+    assert stated(spec)["ends_as_in_the_given_file"]  # the kept callers are probed
     plain = stated_floor(step, [step], goal, unshared, kept={"pricing.py": given})
-    assert plain is not None and "returns_as_the_shared_code" not in plain["stated"]
+    assert plain is not None and "returns_as_the_shared_code" not in stated(plain)
     done = (
         "def discounted_total(price, quantity, member):\n"
         "    total = price * quantity * (0.9 if member else 1)\n"  # rearranged: equal enough
@@ -698,7 +712,7 @@ def test_a_weak_check_that_cannot_pass_on_its_file_gives_way():
 
 
 def test_a_program_printing_json_is_shown_its_checks_as_lines_not_as_json():
-    from agent.checks.examples import checks_listed
+    from agent.checks.shown import checks_listed
 
     spec = {
         "kind": "all",
@@ -713,7 +727,7 @@ def test_a_program_printing_json_is_shown_its_checks_as_lines_not_as_json():
 
 def test_a_program_is_told_the_schema_s_own_keywords_in_words():
     # d9/d10: shown "x-sortedBy": [{"key": "sku", ...}], the 1.5B's program never sorted
-    from agent.checks.examples import checks_listed
+    from agent.checks.shown import checks_listed
 
     goal = (
         'Write inventory.json: "items": a list of {"sku": string, "qty": integer}, sorted by '
@@ -738,6 +752,6 @@ def test_a_planner_s_pattern_over_json_text_gives_way_to_the_floor():
     goal = 'Write inventory.json with "items": a list and "total": a number.'
     pattern = {"kind": "regex", "pattern": '^\\{ "total": \\d+ \\}$'}
     (one,) = plan(step("S1", "inventory.json", check=pattern), goal=goal)
-    assert "regex" not in check_kinds(one.done_when) and "json_schema" in check_kinds(one.done_when)
+    assert "regex" not in check_kinds(one.done_when) and "json_shape" in check_kinds(one.done_when)
     (md,) = plan(step("S1", "notes.md", check=pattern), goal="Write notes.md.")
     assert "regex" in check_kinds(md.done_when)  # a document's pattern stays

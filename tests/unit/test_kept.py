@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.checks import run_check
+from agent.checks.shown import shown_check
 from agent.plan.criteria import (
     ExampleCriterion,
     FileCriteria,
@@ -77,7 +78,7 @@ def test_a_function_the_criteria_keep_ends_as_it_did_in_the_given_file():
     """On the 1.5B a fixed stats.py dropped the ValueError mean raised for no values."""
     assert verified(bughunt_criteria("mean"), BUGHUNT)[1] == []  # each quotes the goal
     spec = bughunt_floor("mean")
-    assert spec["stated"]["ends_as_in_the_given_file"][:2] == ["mean([])", "mean([2.5])"]
+    assert shown_check(spec)["ends_as_in_the_given_file"][:2] == ["mean([])", "mean([2.5])"]
     assert run_check(spec, {"stats.py": FIXED}, "stats.py")["passed"]
     lenient = FIXED.replace('raise ValueError("mean of no values")', "return 0.0")
     report = run_check(spec, {"stats.py": lenient}, "stats.py")
@@ -88,14 +89,14 @@ def test_a_function_the_criteria_keep_ends_as_it_did_in_the_given_file():
 
 def test_without_a_keep_criterion_no_function_is_compared_with_the_given_file():
     spec = bughunt_floor()
-    assert "ends_as_in_the_given_file" not in spec["stated"]
+    assert "ends_as_in_the_given_file" not in shown_check(spec)
     lenient = FIXED.replace('raise ValueError("mean of no values")', "return 0.0")
     assert run_check(spec, {"stats.py": lenient}, "stats.py")["passed"]
 
 
 def test_a_kept_name_the_given_file_does_not_define_is_not_probed():
     spec = bughunt_floor("mode")
-    assert "ends_as_in_the_given_file" not in spec["stated"]
+    assert "ends_as_in_the_given_file" not in shown_check(spec)
 
 
 def test_probe_calls_follow_the_signature_edge_values_first():

@@ -212,10 +212,10 @@ def test_json_written_in_the_reply_text_instead_of_a_tool_call_is_the_answer():
 
 
 def test_auto_moves_past_a_server_that_refuses_tools_and_then_asks_by_text_first():
-    from agent.models.factory import STRUCTURED_METHODS, model_key
+    from agent.models.factory import model_key
+    from agent.models.structured_methods import methods_from
 
     model = _TextOnly(reply='{"decision": "end"}', refuse_tools=True, calls=[])
-    STRUCTURED_METHODS.forget(model_key(model))
     metered = Metered(model, "reflection", "auto")
     parsed, _ = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
     assert parsed == Answer(decision="end")
@@ -223,7 +223,34 @@ def test_auto_moves_past_a_server_that_refuses_tools_and_then_asks_by_text_first
     model.calls.clear()
     again, _ = asyncio.run(metered.astructured([HumanMessage("y")], Answer))
     assert again == Answer(decision="end") and len(model.calls) == 1  # it remembered
-    assert STRUCTURED_METHODS.snapshot(model_key(model))["last_success"] == "text"
+    assert metered.methods.snapshot(model_key(model))["last_success"] == "text"
+    # what it learnt is a trajectory event; a node of the same thread reads it back ...
+    event = metered.learnt
+    assert event is not None and event["model"] == model_key(model)
+    model.calls.clear()
+    later = Metered(model, "planner", "auto", methods=methods_from([event]))
+    asyncio.run(later.astructured([HumanMessage("z")], Answer))
+    assert len(model.calls) == 1 and later.learnt is None  # asked by text at once: nothing new
+    # ... and another thread, whose trajectory holds none, starts from the beginning
+    model.calls.clear()
+    other = Metered(model, "planner", "auto", methods=methods_from([]))
+    asyncio.run(other.astructured([HumanMessage("z")], Answer))
+    assert ["tools" in c for c in model.calls] == [True, True, False]
+
+
+def test_a_malformed_learnt_event_is_read_as_nothing_learnt():
+    from agent.models.structured_methods import LEARNT, methods_from
+
+    events = [
+        {"action": LEARNT, "model": "m", "learnt": {"order": ["nope", 3], "dropped": "x"}},
+        {"action": LEARNT, "model": 5, "learnt": {}},
+        {"action": "result", "model": "m"},
+        "not an event",
+    ]
+    methods = methods_from(events)
+    assert methods.order("m") == ["function_calling", "json_schema", "text"]
+    refusing = {"action": LEARNT, "model": "m", "learnt": {"dropped": ["function_calling", "text"]}}
+    assert methods_from([refusing]).order("m") == ["json_schema", "text"]  # text never dropped
 
 
 def test_auto_lets_an_error_that_is_no_refusal_reach_the_caller():
@@ -254,10 +281,7 @@ def test_an_answer_cut_off_at_the_token_limit_is_a_miss_to_retry_with_its_tokens
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             raise _length_limit_error()
 
-    from agent.models.factory import STRUCTURED_METHODS, model_key
-
     model = _Rambles(calls=[])
-    STRUCTURED_METHODS.forget(model_key(model))
     metered = Metered(model, "planner", method)
     parsed, raw = asyncio.run(metered.astructured([HumanMessage("x")], Answer))
     assert parsed is None
@@ -288,3 +312,20 @@ def test_metered_sampling_sets_the_temperature_of_the_calls_inside_only():
     scripted = Metered(ScriptedChatModel(["x"]), "coder", "auto")  # no such setting: as it is
     with scripted.sampling(0.7):
         assert scripted._bound(None) is scripted.model
+
+
+def test_production_code_never_branches_on_the_scripted_test_model():
+    # a scripted model is asked the way any model is: a branch on its class would let the
+    # tests pass a path no user's model takes
+    from pathlib import Path
+
+    import agent
+
+    root = Path(agent.__file__).parent
+    branches = [
+        f"{path.relative_to(root)}:{n}"
+        for path in root.rglob("*.py")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "isinstance(" in line and "ScriptedChatModel" in line
+    ]
+    assert branches == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from agent.checks import run_check
+from agent.checks.shown import shown_check
 from agent.plan.criteria import (
     FileCriteria,
     GoalCriteria,
@@ -29,7 +30,7 @@ def json_floor(goal: str, **stated) -> dict:
     given = GoalCriteria(files=[FileCriteria(path=INVENTORY, **stated)])
     criteria = merged(literal_criteria(goal, named_files(goal)), given)
     spec = floor_check(STEP, [STEP], goal, criteria)
-    assert spec is not None and spec["kind"] == "json_schema"
+    assert spec is not None and spec["kind"] == "json_shape"
     return spec
 
 
@@ -71,8 +72,11 @@ def test_the_json_floor_carries_the_order_the_criteria_state():
     goal = 'Write inventory.json: "items": a list of {"sku": ..}, sorted by sku; "total": a number.'
     order = OrderCriterion(key="sku", quote="sorted by sku")
     spec = json_floor(goal, sorted_by=[order])
-    assert spec["schema"]["x-sortedBy"] == [{"key": "sku", "descending": False}]
-    assert spec["schema"]["anyOf"][0]["required"] == ["items", "total"]  # the goal's literals
+    assert shown_check(spec)["schema"]["x-sortedBy"] == [{"key": "sku", "descending": False}]
+    assert shown_check(spec)["schema"]["anyOf"][0]["required"] == [
+        "items",
+        "total",
+    ]  # the goal's literals
     doc = {"items": [{"sku": "B"}, {"sku": "A"}], "total": 2}
     report = judged_file(spec, doc)
     assert not report["passed"] and "not sorted by 'sku'" in report["evidence"]
@@ -82,7 +86,7 @@ def test_the_json_floor_carries_the_order_the_criteria_state():
 def test_a_descending_order_is_judged_descending():
     order = OrderCriterion(key="price", descending=True, quote="highest first")
     spec = json_floor("Write inventory.json.", sorted_by=[order])
-    assert spec["schema"]["x-sortedBy"] == [{"key": "price", "descending": True}]
+    assert shown_check(spec)["schema"]["x-sortedBy"] == [{"key": "price", "descending": True}]
     assert judged_file(spec, [{"price": 3}, {"price": 1}])["passed"]
     assert not judged_file(spec, [{"price": 1}, {"price": 3}])["passed"]
 
@@ -90,7 +94,7 @@ def test_a_descending_order_is_judged_descending():
 def test_without_criteria_the_json_floor_states_no_order():
     goal = 'Write inventory.json: "items": a list of {"sku": ..}, sorted by sku.'
     spec = json_floor(goal)
-    assert "x-sortedBy" not in spec["schema"]  # the words alone state nothing
+    assert "x-sortedBy" not in shown_check(spec)["schema"]  # the words alone state nothing
     assert judged_file(spec, {"items": [{"sku": "B"}, {"sku": "A"}]})["passed"]
 
 
@@ -100,7 +104,7 @@ def test_the_keys_the_goal_spells_inside_its_objects_must_be_somewhere_in_the_do
         step_id="S1", depends_on=[], action="coder", instructions="x", expected_output="a.json"
     )
     spec = floor_check(step, [step], goal)  # the goal's literals alone
-    assert spec["schema"]["x-hasKeys"] == ["sku", "qty"]
+    assert shown_check(spec)["schema"]["x-hasKeys"] == ["sku", "qty"]
     renamed = {"items": [{"sku": "A", "quantity": 1}], "total": 1}
     report = run_check(spec, {"a.json": json.dumps(renamed)}, "a.json")
     assert not report["passed"] and '"qty"' in report["evidence"]
@@ -117,7 +121,7 @@ INVENTORY_GOAL = (
 def test_a_list_the_criteria_say_holds_one_key_s_values_is_judged_on_them():
     values = ValuesCriterion(key="out_of_stock", of="sku", quote='"out_of_stock": the list')
     spec = json_floor(INVENTORY_GOAL, values_of=[values])
-    assert spec["schema"]["x-valuesOf"] == {"out_of_stock": "sku"}
+    assert shown_check(spec)["schema"]["x-valuesOf"] == {"out_of_stock": "sku"}
     items = [{"sku": "A", "qty": 0}, {"sku": "B", "qty": 2}]
     ok = {"items": items, "out_of_stock": ["A"], "notes": []}
     assert run_check(spec, {"inventory.json": json.dumps(ok)}, "inventory.json")["passed"]
@@ -135,7 +139,7 @@ def test_a_code_the_criteria_spell_must_be_copied_as_it_is_spelled():
     goal = 'Write inventory.json from: A-100, 4\nB-220, 0\n"items": a list of {"sku": string}.'
     codes = [NameCriterion(name=c, quote=f"{c}, ") for c in ("A-100", "B-220")]
     spec = json_floor(goal, spelled=codes)
-    assert spec["schema"]["x-spelled"] == ["A-100", "B-220"]
+    assert shown_check(spec)["schema"]["x-spelled"] == ["A-100", "B-220"]
     right = {"items": [{"sku": "A-100"}, {"sku": "B-220"}]}
     assert run_check(spec, {"inventory.json": json.dumps(right)}, "inventory.json")["passed"]
     for bad in (
