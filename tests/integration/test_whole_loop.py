@@ -1,7 +1,8 @@
 """Every model gets the whole loop: with models that answer as capable hosted models do
 (valid plans, sound checks), a goal naming its file is planned by the planner model, its
 check runs as written, prose is read by the judge, and reflection decides from evidence.
-A wrong artifact never ends ``success``; a right one does — in English and in German."""
+A wrong artifact never ends ``success``; a right one does — in English, German, Spanish,
+French and Japanese, for Markdown, plain text and reStructuredText, JSON and Python."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from agent import ScriptedChatModel, run
 from agent.models.profiles import DEFAULT, SMALL_LOCAL, profile_for
 from agent.models.scripted import prompt_json
+from agent.plan.floor import without_floor
 from agent.runs.runner import thread_config
 from tests.fakes import ctx, sqlite_graph, writer
 
@@ -145,9 +147,41 @@ CASES = {
         "hallo",
         BERICHT_RIGHT,
     ),
+    # other languages, other prose formats and wrong artifacts of other shapes
+    "informe-es-txt": (
+        "Escribe informe.txt: un informe breve para la dirección sobre bases de datos "
+        "vectoriales, con una sección Contexto y una sección Recomendación.",
+        plan_of(
+            "informe.txt", {"kind": "contains", "all": ["Contexto", "Recomendación"]}, "writer"
+        ),
+        "Contexto y Recomendación: pendiente.",  # the words, and nothing said under them
+        "CONTEXTO\nContexto: indexan embeddings.\n\nRECOMENDACIÓN\nRecomendación: un piloto.\n",
+    ),
+    "config-ja-json": (
+        "config.json を書いてください。決済サービスの設定です: 名前、待ち受けるポート"
+        "（1024〜65535）、デバッグの有無（必ずオフ）。",
+        plan_of("config.json", {"kind": "json_schema", "schema": SERVICE_SCHEMA}, "coder"),
+        json.dumps([{"name": "billing", "port": 8080, "debug": False}]),  # a list, not the object
+        json.dumps({"name": "billing", "port": 8443, "debug": False}),
+    ),
+    "greet-fr-python": (
+        "Écris greet.py avec une fonction greet(name) qui renvoie la salutation de notre "
+        "application.",
+        plan_of("greet.py", GREET_CHECK, "coder"),
+        # exits with status 0 before its check can run: no verdict is no pass
+        "import sys\nsys.exit(0)\n\ndef greet(name):\n    return f'Hello, {name}!'\n",
+        "def greet(name):\n    return f'Hello, {name}!'\n",
+    ),
+    "notes-rst-presence": (
+        "Write notes.rst: release notes for version 2 of our billing service.",
+        plan_of("notes.rst", {"kind": "non_empty"}, "writer"),
+        "TODO",
+        "Version 2\n=========\n\nInvoices are paid in two clicks.\n",
+    ),
 }
 MARKERS = {"report-contains": "## Background", "report-rubric": "## Background",
-           "bericht-contains": "## Hintergrund"}  # fmt: skip
+           "bericht-contains": "## Hintergrund", "informe-es-txt": "RECOMENDACIÓN",
+           "notes-rst-presence": "========="}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -161,7 +195,7 @@ def test_a_wrong_artifact_never_ends_success_and_the_planner_s_check_ran(tmp_pat
     own = plan["steps"][0]["done_when"]
     # the planner's check runs as written, beside what the product adds
     done_when = state["plan"]["steps"][0]["done_when"]
-    assert own == done_when or own in done_when["checks"]
+    assert without_floor(done_when) == own  # presence stood for by the floor's own part
     checked = [e for e in state["trajectory"] if e.get("action") == "check"]
     assert checked and not any(e["check"]["passed"] for e in checked)
 
