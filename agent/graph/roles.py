@@ -113,4 +113,4 @@ def learnt_update(metered: Metered) -> dict[str, Any]:
     its model (nothing when they taught nothing new): the next node reads it back."""
     if metered.learnt is None:
         return {}
-    return {"trajectory": [{**metered.learnt, "actor": metered.role}]}
+    return {"trajectory": [{**metered.learnt, "actor": metered.role, "step_id": None}]}

@@ -709,8 +709,12 @@ def always_passes(spec, files, path):
 
 
 def test_the_built_in_kinds_are_the_ten_of_the_design():
-    # and ``all``, which the evidence floor builds (not offered to the planner, but sealed)
-    assert check_registry.builtin_kinds() == set(BUILT_IN_KINDS) | {"all"}
+    # and those the evidence floor builds: ``all`` and the typed checks of what a goal
+    # states (not offered to the planner, but sealed)
+    built = {"all", "examples", "json_shape", "sections"}
+    assert check_registry.builtin_kinds() == set(BUILT_IN_KINDS) | built
+    offered = check_registry.describe_kinds()
+    assert not [k for k in built if f'"kind": "{k}"' in offered]
 
 
 @pytest.mark.parametrize("kind", BUILT_IN_KINDS)

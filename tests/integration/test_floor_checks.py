@@ -110,7 +110,7 @@ def test_the_bug_the_goal_describes_fails_the_floor_and_its_fix_passes():
     failed = run_check(spec, {"stats.py": buggy}, "stats.py")
     assert not failed["passed"]
     assert "median([1, 2, 3, 4]) returned 3.5, expected 2.5" in failed["evidence"]
-    assert failed["kind"] == "python"  # the deciding part: a kind of the design's table
+    assert failed["kind"] == "examples"  # the deciding part: a kind the registry lists
     assert run_check(spec, {"stats.py": MEDIAN_FIXED}, "stats.py")["passed"]
 
 
@@ -237,7 +237,7 @@ def test_a_module_without_the_goal_s_function_or_that_does_not_run_fails():
     assert not empty["passed"] and empty["kind"] == "non_empty"
     right = "def to_roman(n):\n    return 'I' * n\n"  # the floor is not the hidden tests
     passed = run_check(spec, {"roman.py": right}, "roman.py")
-    assert passed["passed"] and passed["kind"] == "python"
+    assert passed["passed"] and passed["kind"] == "examples"
     assert passed["evidence"].startswith("non_empty: ")  # every part's evidence, in order
 
 
