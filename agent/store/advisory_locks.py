@@ -128,6 +128,79 @@ class PostgresLeases:
         self.session = None
 
 
+class AsyncPostgresLeases:
+    """:class:`PostgresLeases` for an ``AsyncPostgresSaver``: the same advisory lock and token
+    row, taken on the saver's async connection (or one from its async pool), so a process of
+    either kind is busy while the other holds the thread."""
+
+    renews = False
+
+    def __init__(self, saver: Any) -> None:
+        from psycopg import AsyncConnection
+
+        self.saver = saver
+        self.pool = None if isinstance(saver.conn, AsyncConnection) else saver.conn
+        self.scope = ("postgres", id(saver.conn))
+        self.session: Any = None
+
+    async def _execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+        from psycopg.rows import tuple_row
+
+        lock = self.saver.lock if self.pool is None else nullcontext()
+        async with lock:
+            try:
+                async with self.session.cursor(row_factory=tuple_row) as cur:
+                    await cur.execute(sql, params)
+                    row = await cur.fetchone() if cur.description else None
+            except BaseException:
+                if not self.session.autocommit and not self.session.closed:
+                    await self.session.rollback()
+                raise
+            if not self.session.autocommit:  # see PostgresLeases._execute
+                await self.session.commit()
+        return row[-1] if row else None
+
+    async def _ensure_table(self) -> None:
+        import psycopg
+
+        for statement in _LEASES:
+            try:
+                await self._execute(statement, ())
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+                pass  # another process created it at the same moment
+
+    async def acquire(self, thread_id: str, me: Holder) -> int:
+        self.session = self.saver.conn if self.pool is None else await self.pool.getconn()
+        locked = False
+        try:
+            locked = bool(await self._execute(_TRY_LOCK, (advisory_key(thread_id),)))
+            if not locked:
+                raise ThreadBusy(thread_id)
+            await self._ensure_table()
+            return int(await self._execute(_TAKE, (thread_id,)))
+        except BaseException:
+            if locked:
+                await self.release(thread_id, me, 0)
+            else:
+                await self._return_session()
+            raise
+
+    async def release(self, thread_id: str, me: Holder, token: int) -> None:
+        import psycopg
+
+        with suppress(psycopg.Error):  # a dead connection took the lock with it
+            if token:
+                await self._execute(_DROP, (thread_id, token))
+        with suppress(psycopg.Error):
+            await self._execute("SELECT pg_advisory_unlock(%s)", (advisory_key(thread_id),))
+        await self._return_session()
+
+    async def _return_session(self) -> None:
+        if self.pool is not None and self.session is not None:
+            await self.pool.putconn(self.session)
+        self.session = None
+
+
 def postgres_holder(saver: Any, thread_id: str) -> str | None:
     """Who holds the thread's advisory lock, read from ``pg_locks``; None when nobody does."""
     from psycopg import Connection
