@@ -132,3 +132,17 @@ def test_every_string_of_a_hostile_interrupt_value_is_free_of_control_codes():
     text = " ".join(HOSTILE.values())
     for where, value in _strings(on_screen(escalation(text))):
         assert not any(c in value for c in CONTROLS), where
+
+
+def test_arguments_nobody_may_edit_are_shown_screened_and_editable_ones_exactly():
+    hostile = {"body": HOSTILE["image"], "to": [HOSTILE["link"]], "count": 3}
+    fixed = {"id": "c1", "tool": "post", "args": hostile, "step_id": "S1"}
+    fixed["allowed_decisions"] = ["approve", "reject"]
+    editable = {"id": "c2", "tool": "send_email", "args": hostile, "step_id": "S1"}
+    shown = on_screen(approval_payload([fixed, editable]))
+    post, email = shown["action_requests"]
+    assert email["args"] == hostile  # the edit form starts from the real arguments
+    assert post["args"]["count"] == 3
+    for value in (post["args"]["body"], post["args"]["to"]):
+        assert_plain(value)
+    assert "host.example" in rendered(post["args"]["to"])[1]  # still readable
