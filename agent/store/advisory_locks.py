@@ -6,13 +6,17 @@ fencing token is a row of ``deepreflect_leases`` taken from a sequence once the 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Coroutine
 from contextlib import nullcontext, suppress
-from typing import Any
+from typing import Any, TypeVar
 
+from agent.errors import ConfigError
 from agent.store.fencing import LEASE_TABLE
 from agent.store.holders import Holder, ThreadBusy
 
+_T = TypeVar("_T")
 _TOKENS = "deepreflect_lease_tokens"  # the sequence tokens come from
 
 # The server keeps a session, and its locks, until it notices the client is gone: at once
@@ -199,6 +203,42 @@ class AsyncPostgresLeases:
         if self.pool is not None and self.session is not None:
             await self.pool.putconn(self.session)
         self.session = None
+
+
+class AsyncPostgresLeasesFromSync:
+    """:class:`AsyncPostgresLeases` for sync code: each call runs on the saver's event loop
+    and waits, as the saver's own sync methods do, so only from another thread than that
+    loop's (on it, waiting would block the loop: async code holds threads with ``ahold``)."""
+
+    renews = False
+
+    def __init__(self, saver: Any) -> None:
+        self.leases = AsyncPostgresLeases(saver)
+        self.scope = self.leases.scope
+        self.loop = saver.loop
+
+    def _wait(self, call: Coroutine[Any, Any, _T]) -> _T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            call.close()
+            msg = (
+                "a thread of an AsyncPostgresSaver is leased from its own event loop: use "
+                "agent.arun / agent.aresume (or agent.store.lease.ahold), not their sync forms"
+            )
+            raise ConfigError(msg)
+        return asyncio.run_coroutine_threadsafe(call, self.loop).result()
+
+    def acquire(self, thread_id: str, me: Holder) -> int:
+        return self._wait(self.leases.acquire(thread_id, me))
+
+    def renew(self, thread_id: str, me: Holder, token: int) -> bool:
+        return True
+
+    def release(self, thread_id: str, me: Holder, token: int) -> None:
+        self._wait(self.leases.release(thread_id, me, token))
 
 
 def postgres_holder(saver: Any, thread_id: str) -> str | None:

@@ -16,7 +16,8 @@ Where the lease lives depends on the checkpointer: rows of the SQLite file
 (``agent.store.file_leases``), an advisory lock of the PostgreSQL session
 (``agent.store.advisory_locks``), or, for any other checkpointer (in memory, unknown), a
 lock inside this process. An ``AsyncPostgresSaver`` takes its advisory lock with its own
-async connection, so async code holds threads with :func:`ahold`.
+async connection: async code holds its threads with :func:`ahold`, sync code in another
+thread with :func:`hold`, which waits on the saver's loop as the saver's sync methods do.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from agent.errors import ConfigError
-from agent.store.advisory_locks import AsyncPostgresLeases, PostgresLeases, postgres_holder
+from agent.store.advisory_locks import (
+    AsyncPostgresLeases,
+    AsyncPostgresLeasesFromSync,
+    PostgresLeases,
+    postgres_holder,
+)
 from agent.store.fencing import LeaseLost, fence, fence_tokens
 from agent.store.file_leases import SqliteLeases, sqlite_holder
 from agent.store.heartbeat import heartbeat
@@ -119,6 +125,8 @@ def store_for(checkpointer: object) -> LeaseStore:
             return SqliteLeases(path)
     if is_postgres_saver(checkpointer):
         return PostgresLeases(checkpointer)
+    if postgres_kind(checkpointer) is True:
+        return AsyncPostgresLeasesFromSync(checkpointer)
     return LocalLeases(checkpointer)
 
 

@@ -25,6 +25,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: E402
 from psycopg_pool import AsyncConnectionPool  # noqa: E402
 
 from agent import aresume, arun, build_graph  # noqa: E402
+from agent.errors import ConfigError  # noqa: E402
 from agent.runs.runner import thread_config  # noqa: E402
 from agent.store.fencing import LeaseLost  # noqa: E402
 from agent.store.holders import ThreadBusy  # noqa: E402
@@ -72,6 +73,38 @@ def test_an_async_and_a_sync_postgres_saver_cannot_hold_one_thread_at_once(postg
                     with pytest.raises(ThreadBusy, match="thread t is busy"):
                         async with ahold(saver, "t"):
                             pass
+
+    asyncio.run(main())
+
+
+def test_sync_code_in_another_thread_leases_an_async_saver_on_its_loop(postgres_url):
+    url = _database(postgres_url)
+
+    async def main() -> None:
+        async with _pool(url) as pool:
+            saver = AsyncPostgresSaver(pool)
+            await saver.setup()
+            with PostgresSaver.from_conn_string(url) as other:
+
+                def worker() -> int:  # as agent.resume would, from a worker thread
+                    with hold(saver, "t") as first:
+                        with pytest.raises(ThreadBusy, match="thread t is busy"):
+                            with hold(other, "t"):
+                                pass
+                        saver.put(_pg_config(), empty_checkpoint(), {}, {})  # fenced, held
+                        _terminate(url, _lock_sessions(url))
+                        with hold(other, "t") as second:
+                            assert second.token > first.token
+                            with pytest.raises(LeaseLost, match="another writer took over"):
+                                saver.put(_pg_config(), empty_checkpoint(), {}, {})
+                        return first.token
+
+                assert await asyncio.to_thread(worker) > 0
+                with pytest.raises(ConfigError, match="agent.arun"):  # waiting would block
+                    with hold(saver, "u"):  # the loop this very call runs on
+                        pass
+                async with ahold(saver, "u"):  # the way from async code
+                    pass
 
     asyncio.run(main())
 
