@@ -77,6 +77,8 @@ class PostgresLeases:
             try:
                 with self.session.cursor(row_factory=tuple_row) as cur:
                     cur.execute(sql, params)
+                    if self.pool is None and self.saver.pipe is not None:
+                        self.saver.pipe.sync()  # a pipelined result arrives at a sync
                     row = cur.fetchone() if cur.description else None
             except BaseException:
                 if not self.session.autocommit and not self.session.closed:
@@ -155,6 +157,8 @@ class AsyncPostgresLeases:
             try:
                 async with self.session.cursor(row_factory=tuple_row) as cur:
                     await cur.execute(sql, params)
+                    if self.pool is None and self.saver.pipe is not None:
+                        await self.saver.pipe.sync()  # a pipelined result arrives at a sync
                     row = await cur.fetchone() if cur.description else None
             except BaseException:
                 if not self.session.autocommit and not self.session.closed:

@@ -77,6 +77,29 @@ def test_an_async_and_a_sync_postgres_saver_cannot_hold_one_thread_at_once(postg
     asyncio.run(main())
 
 
+def test_a_pipelined_async_saver_holds_writes_and_releases_its_lease(postgres_url):
+    url = _database(postgres_url)
+
+    async def main() -> None:
+        async with (
+            AsyncPostgresSaver.from_conn_string(url, pipeline=True) as saver,
+            AsyncPostgresSaver.from_conn_string(url) as other,
+        ):
+            await other.setup()
+            async with ahold(saver, "t") as first:  # its answers arrive at the pipe's syncs
+                with pytest.raises(ThreadBusy, match="thread t is busy"):
+                    async with ahold(other, "t"):
+                        pass
+                mine = await saver.aput(_pg_config(), empty_checkpoint(), {}, {})
+                await saver.aput_writes(mine, [("messages", "kept")], "task-1")
+            async with ahold(other, "t") as second:  # released: no lock left behind
+                assert second.token > first.token
+                saved = await other.aget_tuple(mine)
+                assert saved is not None and len(saved.pending_writes) == 1
+
+    asyncio.run(main())
+
+
 def test_sync_code_in_another_thread_leases_an_async_saver_on_its_loop(postgres_url):
     url = _database(postgres_url)
 
