@@ -1,5 +1,6 @@
 """The ``escalate`` node: pause with the escalation as the ``interrupt()`` payload (Studio,
-agent-chat-ui and the SDKs show it); resumed, act on the human's answer. Whoever routes
+agent-chat-ui and the SDKs show it, its prose screened: ``agent.reflection.on_screen``);
+resumed, act on the human's answer. Whoever routes
 here has already written the escalation (``agent.graph.pauses``), since a node that
 interrupts writes nothing until it is resumed."""
 
@@ -14,7 +15,8 @@ from agent.errors import ConfigError
 from agent.graph.inputs import StateView, plan_version
 from agent.graph.routes import ESCALATE_ROUTE, EscalateRoute
 from agent.graph.turn import acted_on
-from agent.reflection.answers import Answer, parse_answer, review_request, typed_choice
+from agent.reflection.answers import Answer, parse_answer, typed_choice
+from agent.reflection.on_screen import on_screen
 from agent.tools.approvals import decided, pending_requests, read_decisions
 from agent.vocabulary import Status
 
@@ -26,12 +28,11 @@ def escalate(state: StateView) -> Command[EscalateRoute]:
     payload = dict(state.get("escalation") or {})
     if payload.get("kind") == "approval":
         return _decide_requests(state, payload)
-    if "action_requests" not in payload:  # paused before the question had its card
-        payload |= review_request(payload)
+    shown = on_screen(payload)  # a chat UI renders its text as markdown
     suggested = payload.get("suggested_responses") or []
-    answer = _usable(interrupt(payload), suggested)
+    answer = _usable(interrupt(shown), suggested)
     while answer is None:
-        answer = _usable(interrupt(payload), suggested)
+        answer = _usable(interrupt(shown), suggested)
     return Command(goto=ESCALATE_ROUTE[answer.action], update=acted_on(answer, state))
 
 
@@ -40,8 +41,9 @@ def _decide_requests(state: StateView, payload: Mapping[str, Any]) -> Command[Es
     (their approved calls run; rejected ones tell the model why). ``{"action": "stop"}``
     stops the run; anything that decides nothing asks again."""
     requests = pending_requests(state.get("approvals"), plan_version(state))
+    shown = on_screen(payload)
     while True:
-        value = interrupt(dict(payload))
+        value = interrupt(shown)
         if isinstance(value, str):  # a choice's label: "approve all", "stop here"
             value = typed_choice(value, payload.get("suggested_responses")) or value
         stop = _usable(value) if isinstance(value, Mapping) and "action" in value else None

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 
 from agent.graph.inputs import StateView, thread_id
 from agent.graph.result import build_result, failure_text
-from agent.vfs.quoting import screen_text
+from agent.vfs.quoting import code_span, screen_text
 from agent.vocabulary import FileStatus, Status, StopReason
 
 __all__ = [
@@ -34,6 +34,8 @@ REASON_CHARS = 1000
 """Characters of a failed run's reason, or of one line of the final answer, shown."""
 ANSWER_LINES = 60
 """Lines of the final answer shown."""
+PATH_CHARS = 300
+"""Characters of an artifact's path shown (escaped)."""
 _FENCES = {".py": "python", ".sql": "sql", ".json": "json", ".js": "javascript", ".ts": "ts"}
 
 
@@ -47,7 +49,9 @@ def finalize(state: StateView) -> dict[str, Any]:
     elif state.get("stop_reason") == StopReason.ACCEPTED_BY_HUMAN:
         done = [p for p, e in files.items() if e.get("status") == FileStatus.DONE]
         text = "Accepted as they are." + (
-            f" Artifacts done: {', '.join(sorted(done))}." if done else ""
+            f" Artifacts done: {', '.join(screen_text(p, PATH_CHARS) for p in sorted(done))}."
+            if done
+            else ""
         )
         update["messages"] = [AIMessage(final_message(text, plan, files))]
     else:
@@ -104,7 +108,10 @@ def final_message(
     entry = files[path]
     content = entry.get("content")
     status = entry.get("status", FileStatus.ACTIVE)
-    head = f"{answer}\n\n**{path}** ({status}, {entry.get('bytes', 0)} bytes)"
+    # the path is the model's choice, and may be markup of its own: shown as text
+    head = (
+        f"{answer}\n\n**{screen_text(path, PATH_CHARS)}** ({status}, {entry.get('bytes', 0)} bytes)"
+    )
     if not _is_text(content) or not content:
         return head
     assert isinstance(content, str)
@@ -114,5 +121,6 @@ def final_message(
     more = len(content) - len(excerpt)
     return (
         f"{head}\n\n{_shown(path, excerpt)}\n\n… {more} more characters: "
-        f"`deepreflect show THREAD --file {path}` or `deepreflect export THREAD DIR`."
+        f"{code_span(f'deepreflect show THREAD --file {path}')} or "
+        "`deepreflect export THREAD DIR`."
     )

@@ -23,7 +23,6 @@ whose ``reject`` carries the human's words, read like typed text. Its decisions
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from agent.errors import ConfigError
 from agent.prompts import render
 from agent.reflection.budget import BUDGET_FIELDS
+from agent.vfs.quoting import code_span, screen_text
 from agent.vocabulary import AnswerAction
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "offered",
     "parse_answer",
     "review_request",
+    "screened_label",
     "typed_choice",
 ]
 
@@ -64,6 +65,7 @@ ESCALATION_ACTION = "escalation"
 """The name of the one action an escalation's review request asks about."""
 REVIEW_DECISIONS = ("approve", "reject")
 MAX_LISTED = 10  # artifacts shown in the card; the rest are counted
+LABEL_CHARS = 400  # a label as a screen shows it (at most 120 characters before escaping)
 _EDGE = " \t\n.!?;:,\"'`"
 
 
@@ -104,6 +106,12 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold().strip(_EDGE)
 
 
+def screened_label(label: str) -> str:
+    """A choice's label as the interrupt shows it (``agent.reflection.on_screen``): escaped
+    for markdown, so a client that sends it back as typed still names the choice."""
+    return screen_text(label, LABEL_CHARS)
+
+
 def _action_of(choice: Mapping[str, Any]) -> str:
     value = choice.get("value")
     return str(value.get("action", "answer")) if isinstance(value, Mapping) else "answer"
@@ -119,7 +127,7 @@ def typed_choice(
         return None
     listed = offered(suggested)
     for choice in listed:
-        if _normal(choice["label"]) == said:
+        if said in (_normal(choice["label"]), _normal(screened_label(choice["label"]))):
             return dict(choice["value"])
     for choice in listed:
         if _action_of(choice) != "answer" and _action_of(choice) == said:
@@ -248,19 +256,10 @@ def _text(name: str, **values: object) -> str:
 def _listed(items: Sequence[str]) -> str:
     """A short markdown list, each item shown literally (an artifact's path or a label may
     hold markdown of its own, e.g. a link)."""
-    lines = [f"- {_literal(item)}" for item in items[:MAX_LISTED]]
+    lines = [f"- {code_span(item)}" for item in items[:MAX_LISTED]]
     if len(items) > MAX_LISTED:
         lines.append(f"- … {len(items) - MAX_LISTED} more")
     return "\n".join(lines)
-
-
-def _literal(text: str) -> str:
-    """``text`` on one line as a markdown code span, which shows its characters as they are:
-    fenced by one backtick more than the longest run of them inside."""
-    flat = " ".join(text.split())
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def _budget(value: Any) -> dict[str, Any]:

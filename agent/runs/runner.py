@@ -23,7 +23,7 @@ from agent.graph.result import Result, build_result
 from agent.reflection.answers import parse_answer
 from agent.state import bounded_message
 from agent.store.checkpointers import db_location, open_checkpointer
-from agent.store.lease import Lease, hold
+from agent.store.lease import Lease, ahold, hold
 from agent.store.threads import list_threads
 from agent.tools.approvals import decisions_problem, pending_requests
 from agent.vfs.user_files import check_user_files
@@ -175,7 +175,7 @@ async def arun(
     thread_id = thread_id or str(uuid.uuid4())
     ctx = _ctx(context)
     check_context(graph, ctx)
-    with hold(_checkpointer_of(graph), thread_id) as lease:
+    async with ahold(_checkpointer_of(graph), thread_id) as lease:
         return await _astream(graph, payload, thread_id, ctx, on_update, lease)
 
 
@@ -223,7 +223,7 @@ async def aresume(
     on_update: OnUpdate | None = None,
 ) -> Result:
     """:func:`resume` for async code, with an async checkpointer."""
-    with hold(_checkpointer_of(graph), thread_id) as lease:
+    async with ahold(_checkpointer_of(graph), thread_id) as lease:
         snapshot = await graph.aget_state(thread_config(thread_id))
         payload, ctx = _resumed(snapshot, thread_id, answer, context)
         return await _astream(graph, payload, thread_id, ctx, on_update, lease)

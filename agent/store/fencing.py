@@ -9,9 +9,10 @@ checks the lease's fencing token (``agent.store.lease``) in the same transaction
   every insert, update and delete of a leased thread's rows, inside the statement that
   writes them, so under the same write lock: a lease row without this process's token
   rolls the transaction back. The write raises :class:`LeaseLost`.
-- PostgreSQL: the write runs in a transaction that first reads the lease row ``FOR SHARE``
-  (a takeover waits for the write to commit) and stops with ``LeaseLost`` when the token is
-  not this process's; the connection holding the lease dying is a lost lease too.
+- PostgreSQL (``PostgresSaver`` and ``AsyncPostgresSaver``): the write runs in a transaction
+  that first reads the lease row ``FOR SHARE`` (a takeover waits for the write to commit)
+  and stops with ``LeaseLost`` when the token is not this process's; the connection holding
+  the lease dying is a lost lease too.
 
 :func:`fence` turns the saver a lease is taken on into its fenced subclass (in place, so
 the graph that holds it, and LangGraph's shallow copies of it, write through the fence).
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -252,6 +253,14 @@ def check_pg_fence(cur: Any, thread_id: str, token: int) -> None:
         raise LeaseLost(thread_id)
 
 
+async def acheck_pg_fence(cur: Any, thread_id: str, token: int) -> None:
+    """:func:`check_pg_fence` on an async cursor."""
+    await cur.execute(PG_FENCE, (thread_id,))
+    row = await cur.fetchone()
+    if _row_token(row) != token:
+        raise LeaseLost(thread_id)
+
+
 def _row_token(row: Any) -> int | None:
     if row is None:
         return None
@@ -338,8 +347,97 @@ def _postgres_class() -> type | None:
     return FencedPostgresSaver
 
 
+@asynccontextmanager
+async def _afenced_pg_cursor(saver: Any, target: tuple[str, int]) -> AsyncIterator[Any]:
+    """:func:`_fenced_pg_cursor` on an ``AsyncPostgresSaver``'s connection or pool."""
+    from psycopg import AsyncConnection, OperationalError
+    from psycopg.rows import dict_row
+
+    async with saver.lock, _apg_connection(saver) as conn:
+        try:
+            async with conn.transaction(), conn.cursor(binary=True, row_factory=dict_row) as cur:
+                await acheck_pg_fence(cur, *target)
+                yield cur
+        except OperationalError as exc:
+            if isinstance(saver.conn, AsyncConnection) and (conn.closed or conn.broken):
+                raise LeaseLost(target[0]) from exc
+            raise
+
+
+@asynccontextmanager
+async def _apg_connection(saver: Any) -> AsyncIterator[Any]:
+    """The async saver's one connection, or one from its pool."""
+    from psycopg import AsyncConnection
+
+    if isinstance(saver.conn, AsyncConnection):
+        yield saver.conn
+    else:
+        async with saver.conn.connection() as conn:
+            yield conn
+
+
+def _async_postgres_class() -> type | None:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError:
+        return None
+
+    class FencedAsyncPostgresSaver(AsyncPostgresSaver):
+        """An ``AsyncPostgresSaver`` whose writes to a leased thread check the token first
+        (its sync methods run these on its loop, so they are fenced too)."""
+
+        __slots__ = ()  # no state of its own: a saver's class can become this one
+
+        async def _write(self, thread_id: Any, write: Callable[[], Any]) -> Any:
+            token = _fence_token(self, thread_id)
+            if token is None:
+                return await write()
+            reset = _PG_WRITE.set((str(thread_id), token))
+            try:
+                return await write()
+            finally:
+                _PG_WRITE.reset(reset)
+
+        @asynccontextmanager
+        async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[Any]:
+            target = _PG_WRITE.get()
+            if target is None or not pipeline:  # reads, and writes of unleased threads
+                async with super()._cursor(pipeline=pipeline) as cur:
+                    yield cur
+                return
+            async with _afenced_pg_cursor(self, target) as cur:
+                yield cur
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            aput = super().aput
+            return await self._write(
+                _thread_of(config), lambda: aput(config, checkpoint, metadata, new_versions)
+            )
+
+        async def aput_writes(
+            self, config: Any, writes: Any, task_id: str, task_path: str = ""
+        ) -> None:
+            aput_writes = super().aput_writes
+            await self._write(
+                _thread_of(config), lambda: aput_writes(config, writes, task_id, task_path)
+            )
+
+        async def adelete_thread(self, thread_id: str) -> None:
+            adelete_thread = super().adelete_thread
+            await self._write(thread_id, lambda: adelete_thread(thread_id))
+
+    return FencedAsyncPostgresSaver
+
+
 _FENCED: list[type] = [
-    cls for cls in (FencedSqliteSaver, _async_sqlite_class(), _postgres_class()) if cls is not None
+    cls
+    for cls in (
+        FencedSqliteSaver,
+        _async_sqlite_class(),
+        _postgres_class(),
+        _async_postgres_class(),
+    )
+    if cls is not None
 ]
 _MADE: dict[type, type] = {}
 

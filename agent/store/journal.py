@@ -216,7 +216,7 @@ class PostgresJournal:
         self, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None = None
     ) -> Any:
         if self.is_async:
-            return await self._async_execute(sql, params)
+            return await self._async_execute(sql, params, fence)
         import asyncio
 
         return await asyncio.to_thread(self._sync_execute, sql, params, fence)
@@ -254,21 +254,33 @@ class PostgresJournal:
             conn.commit()
         return row
 
-    async def _async_execute(self, sql: str, params: tuple[Any, ...]) -> Any:
+    async def _async_execute(
+        self, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None
+    ) -> Any:
         from psycopg import AsyncConnection
 
         conn = self.saver.conn
         if isinstance(conn, AsyncConnection):
             async with self.saver.lock:
-                return await self._arun(conn, sql, params)
+                return await self._arun(conn, sql, params, fence)
         async with conn.connection() as pooled:
-            return await self._arun(pooled, sql, params)
+            return await self._arun(pooled, sql, params, fence)
 
-    async def _arun(self, conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
-        async with conn.cursor() as cur:
-            if not self._ready:
+    async def _arun(
+        self, conn: Any, sql: str, params: tuple[Any, ...], fence: tuple[str, int] | None
+    ) -> Any:
+        from agent.store.fencing import acheck_pg_fence
+
+        if not self._ready:
+            async with conn.cursor() as cur:
                 await cur.execute(self.CREATE)
-                self._ready = True
+            if not conn.autocommit:
+                await conn.commit()
+            self._ready = True
+        # one transaction, as in _run
+        async with conn.transaction(), conn.cursor() as cur:
+            if fence is not None:
+                await acheck_pg_fence(cur, *fence)
             await cur.execute(sql, params)
             row = await cur.fetchone() if cur.description else None
         if not conn.autocommit:

@@ -15,7 +15,9 @@ token, so the stale writer gets :class:`~agent.store.fencing.LeaseLost` and writ
 Where the lease lives depends on the checkpointer: rows of the SQLite file
 (``agent.store.file_leases``), an advisory lock of the PostgreSQL session
 (``agent.store.advisory_locks``), or, for any other checkpointer (in memory, unknown), a
-lock inside this process.
+lock inside this process. An ``AsyncPostgresSaver`` takes its advisory lock with its own
+async connection: async code holds its threads with :func:`ahold`, sync code in another
+thread with :func:`hold`, which waits on the saver's loop as the saver's sync methods do.
 """
 
 from __future__ import annotations
@@ -25,18 +27,23 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
 from agent.errors import ConfigError
-from agent.store.advisory_locks import PostgresLeases, postgres_holder
+from agent.store.advisory_locks import (
+    AsyncPostgresLeases,
+    AsyncPostgresLeasesFromSync,
+    PostgresLeases,
+    postgres_holder,
+)
 from agent.store.fencing import LeaseLost, fence, fence_tokens
 from agent.store.file_leases import SqliteLeases, sqlite_holder
 from agent.store.heartbeat import heartbeat
 from agent.store.holders import HOST, Holder, ThreadBusy
-from agent.store.savers import SQLITE_FILE_ATTR, is_postgres_saver, sqlite_file
+from agent.store.savers import SQLITE_FILE_ATTR, is_postgres_saver, postgres_kind, sqlite_file
 
 DEFAULT_TTL_S = 30.0  # a lease nobody renews is free after this long
 TTL_ENV = "DEEPREFLECT_LEASE_TTL_S"
@@ -118,6 +125,8 @@ def store_for(checkpointer: object) -> LeaseStore:
             return SqliteLeases(path)
     if is_postgres_saver(checkpointer):
         return PostgresLeases(checkpointer)
+    if postgres_kind(checkpointer) is True:
+        return AsyncPostgresLeasesFromSync(checkpointer)
     return LocalLeases(checkpointer)
 
 
@@ -165,28 +174,68 @@ def hold(checkpointer: object, thread_id: str, *, ttl_s: float | None = None) ->
     """
     ttl = lease_ttl_s() if ttl_s is None else ttl_s
     store = store_for(checkpointer)
-    key = (*store.scope, thread_id)
-    if not _claim_here(key):
-        raise ThreadBusy(thread_id)
-    try:
+    with _claimed(store.scope, thread_id):
         me = Holder(uuid.uuid4().hex, HOST, os.getpid(), time.time() + ttl)
         token = store.acquire(thread_id, me)
         lease = Lease(thread_id, token)
         try:
-            fence(checkpointer, store.scope)
-            fence_tokens.hold(store.scope, thread_id, token)
-            stop = _keep(store, lease, me, ttl) if store.renews else None
-            try:
-                yield lease
-            finally:
-                if stop is not None:
-                    stop()
+            with _fenced(checkpointer, store.scope, lease):
+                stop = _keep(store, lease, me, ttl) if store.renews else None
+                try:
+                    yield lease
+                finally:
+                    if stop is not None:
+                        stop()
         finally:
-            fence_tokens.drop(store.scope, thread_id)
             store.release(thread_id, me, token)
+
+
+@asynccontextmanager
+async def ahold(
+    checkpointer: object, thread_id: str, *, ttl_s: float | None = None
+) -> AsyncIterator[Lease]:
+    """:func:`hold` for async code: an ``AsyncPostgresSaver``'s lease is taken and its
+    writes fenced on its own async connection; any other checkpointer is held by
+    :func:`hold` (its stores are synchronous)."""
+    if postgres_kind(checkpointer) is not True:
+        with hold(checkpointer, thread_id, ttl_s=ttl_s) as lease:
+            yield lease
+        return
+    store = AsyncPostgresLeases(checkpointer)  # the session's lock needs no renewing
+    with _claimed(store.scope, thread_id):
+        ttl = lease_ttl_s() if ttl_s is None else ttl_s
+        me = Holder(uuid.uuid4().hex, HOST, os.getpid(), time.time() + ttl)
+        token = await store.acquire(thread_id, me)
+        lease = Lease(thread_id, token)
+        try:
+            with _fenced(checkpointer, store.scope, lease):
+                yield lease
+        finally:
+            await store.release(thread_id, me, token)
+
+
+@contextmanager
+def _claimed(scope: tuple[Any, ...], thread_id: str) -> Iterator[None]:
+    """The in-process half of a lease: a second holder in this process is busy at once."""
+    key = (*scope, thread_id)
+    if not _claim_here(key):
+        raise ThreadBusy(thread_id)
+    try:
+        yield
     finally:
         with _HELD_LOCK:
             _HELD.discard(key)
+
+
+@contextmanager
+def _fenced(checkpointer: object, scope: tuple[Any, ...], lease: Lease) -> Iterator[None]:
+    """The saver's writes to the leased thread check ``lease``'s token while the block runs."""
+    fence(checkpointer, scope)
+    fence_tokens.hold(scope, lease.thread_id, lease.token)
+    try:
+        yield
+    finally:
+        fence_tokens.drop(scope, lease.thread_id)
 
 
 def _keep(store: LeaseStore, lease: Lease, me: Holder, ttl_s: float) -> Callable[[], None]:

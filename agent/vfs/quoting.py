@@ -23,7 +23,14 @@ from typing import Any
 
 import regex
 
-__all__ = ["clean_text", "data_block", "quote_data", "screen_text", "strip_invisible"]
+__all__ = [
+    "clean_text",
+    "code_span",
+    "data_block",
+    "quote_data",
+    "screen_text",
+    "strip_invisible",
+]
 
 # ANSI / ECMA-48: CSI (ESC [ or 8-bit 0x9B) ... final byte; OSC, DCS, SOS, PM, APC strings up
 # to their terminator (BEL or ST); and the two-byte ESC sequences.
@@ -69,6 +76,16 @@ def screen_text(text: object, limit: int = 300, *, markdown: bool = True) -> str
         if len(shown) <= limit or budget == 16:
             return shown
         budget = max(16, budget - (len(shown) - limit))
+
+
+def code_span(text: str) -> str:
+    """``text`` on one line as a markdown code span, which shows its characters as they are
+    (a path or a label may hold markdown of its own): fenced by one backtick more than the
+    longest run of them inside, with no control, escape or bidi code."""
+    flat = " ".join(strip_invisible(text).split())
+    fence = "`" * (max((len(run) for run in regex.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def _visible(char: str) -> str:

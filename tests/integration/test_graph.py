@@ -660,12 +660,16 @@ def _ai(graph, thread_id: str = "t"):
 
 
 def test_the_interrupt_is_a_review_card_that_agent_chat_ui_draws_with_buttons(tmp_path):
+    from agent.reflection.on_screen import on_screen
     from tests.unit.test_answers import drawn_with_buttons
 
     graph, _ = _paused_on_depth_cap(tmp_path)
     value = _interrupt_value(graph)
     escalation = graph.get_state(thread_config("t")).values["escalation"]
-    assert value == escalation and drawn_with_buttons(value)
+    # the escalation as a screen shows it: a label's placeholder is text, not an HTML tag
+    assert value == on_screen(escalation) and drawn_with_buttons(value)
+    hint = "try again with clearer instructions: &lt;your hint&gt;"
+    assert hint in [c["label"] for c in value["suggested_responses"]]
     # the contract's fields stay in the escalation, beside the card
     assert {"question", "artifacts_ready_for_review", "suggested_responses"} <= set(escalation)
     assert {"reflection_depth", "reason"} <= set(escalation)

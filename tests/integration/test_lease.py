@@ -327,6 +327,29 @@ def test_a_pooled_postgres_saver_holds_the_lease_outside_any_open_transaction(po
             assert pool.get_stats()["pool_available"] >= 1
 
 
+def test_a_pipelined_postgres_saver_holds_writes_and_releases_its_lease(postgres_url):
+    pytest.importorskip("langgraph.checkpoint.postgres")
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from tests.postgres import fresh_database
+
+    url = fresh_database(postgres_url)
+    with (
+        PostgresSaver.from_conn_string(url, pipeline=True) as saver,
+        PostgresSaver.from_conn_string(url) as other,
+    ):
+        other.setup()
+        with hold(saver, "t") as first:  # its answers arrive at the pipeline's syncs
+            with pytest.raises(ThreadBusy, match="thread t is busy"):
+                with hold(other, "t"):
+                    pass
+            mine = saver.put(_pg_config(), empty_checkpoint(), {}, {})
+        with hold(other, "t") as second:  # released: no lock left behind
+            assert second.token > first.token
+            assert other.get_tuple(mine) is not None
+
+
 # ------------------------------------------------------------------------ real processes
 
 

@@ -55,3 +55,18 @@ def test_a_binary_or_empty_artifact_is_named_but_not_shown():
     text = final_message("Done.", PLAN, {"report.md": file_entry("a\x00b")})
     assert text.startswith("Done.\n\n**report.md**") and "\x00" not in text
     assert final_message("Done.", PLAN, {}) == "Done."
+
+
+def test_a_path_that_is_markup_is_shown_as_text_and_its_command_as_code():
+    from tests.markup import CONTROLS, assert_plain, rendered
+
+    path = "![x](http:/host.example/a.png)`<b>\u202e.md"
+    plan = {"steps": [step("S1", path)]}
+    small = final_message("Done.", plan, {path: file_entry("fine")})
+    head = small.split("\n\n")[1]
+    assert rendered(head)[0] == ["strong_open", "strong_close"], head  # bold, nothing else
+    assert_plain(head.split("** (")[0].removeprefix("**"))
+    large = final_message("Done.", plan, {path: file_entry("y" * (INLINE_LIMIT + 1))})
+    command = large.split("more characters: ")[1]
+    kinds, _ = rendered(command)
+    assert set(kinds) == {"code_inline"} and not any(c in large for c in CONTROLS), command
