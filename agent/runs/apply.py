@@ -32,7 +32,14 @@ from agent.vfs.folder import Base, Folder, base_of
 from agent.vfs.ignore import decoded
 from agent.vocabulary import FileStatus
 
-__all__ = ["ApplyConflict", "Change", "apply_changes", "planned_changes", "workspace_files"]
+__all__ = [
+    "ApplyConflict",
+    "Change",
+    "apply_changes",
+    "conflict_of",
+    "planned_changes",
+    "workspace_files",
+]
 
 MEMORIES = "memories/"  # kept in the store, never the folder's (agent.store.memories)
 
@@ -89,7 +96,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _conflict(base: Base, now: Base, after: str) -> str | None:
+def conflict_of(base: Base, now: Base, after: str) -> str | None:
     """Why the disk's state ``now`` refuses the thread's version (None: it may be written)."""
     if now.sha256 == _sha256(after.encode("utf-8", errors="surrogatepass")):
         return None  # already there
@@ -114,7 +121,7 @@ def planned_changes(files: Mapping[str, Mapping[str, Any]], folder: Folder) -> l
         before = None
         if now.sha256 is not None:
             before = decoded(target.read_bytes()) or ""
-        changes.append(Change(relative, after, before, _conflict(base, now, after)))
+        changes.append(Change(relative, after, before, conflict_of(base, now, after)))
     return changes
 
 
