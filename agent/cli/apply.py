@@ -42,20 +42,24 @@ def add_parser(sub: Any) -> None:
 
 def cmd_apply(args: argparse.Namespace, console: Console) -> int:
     from agent.errors import ConfigError
-    from agent.runs.apply import ApplyConflict, apply_changes, planned_changes, workspace_files
+    from agent.runs.apply import (
+        ApplyConflict,
+        apply_changes,
+        planned_changes,
+        thread_workspace,
+        workspace_files,
+    )
     from agent.runs.progress import line
     from agent.vfs.entries import PathError
-    from agent.vfs.folder import Folder
 
     with reading(args.db, args.thread_id) as saver:
         values = thread_state(saver, args.thread_id, args.db)
     files: Mapping[str, Any] = values.get("files") or {}
-    where = args.workdir or (values.get("context") or {}).get("workspace")
-    if not where:
-        msg = f"thread {args.thread_id} ran without a workspace folder; name one with --workdir"
-        raise ConfigError(msg + " (or use `deepreflect export`)")
+    folder = thread_workspace(
+        values if not args.workdir else {"context": {"workspace": args.workdir}}
+    )
+    where = folder.root
     try:
-        folder = Folder.open(where)
         changes = planned_changes(files, folder)
     except PathError as exc:
         raise ConfigError(f"cannot apply into {where}: {exc}") from exc

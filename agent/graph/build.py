@@ -160,9 +160,13 @@ def build_graph(
     configured = graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
     # run() and resume() check a Context against the roles before they start a run
     setattr(configured, ROLES_ATTRIBUTE, roles)
+    setattr(configured, WORKSPACE_ATTRIBUTE, folder)  # for apply() when the Context names none
     return configured
 
 
+WORKSPACE_ATTRIBUTE = "deepreflect_workspace"
+"""Where a built graph keeps ``build_graph(workspace=...)``, for ``agent.apply`` on a thread
+whose Context named no folder."""
 ROLES_ATTRIBUTE = "deepreflect_roles"
 """Where a built graph keeps its :class:`Roles` (a compiled graph has no field of ours)."""
 

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import ConfigError
 from agent.vfs.entries import PathError, is_scratch
@@ -32,10 +32,15 @@ from agent.vfs.folder import Base, Folder, base_of
 from agent.vfs.ignore import decoded
 from agent.vocabulary import FileStatus
 
+if TYPE_CHECKING:  # the runner imports LangGraph's graph: `deepreflect apply` does not need it
+    from agent.runs.runner import Graph
+
 __all__ = [
     "ApplyConflict",
     "Change",
+    "apply",
     "apply_changes",
+    "thread_workspace",
     "conflict_of",
     "planned_changes",
     "workspace_files",
@@ -158,3 +163,47 @@ def _write(folder: Folder, path: str, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def thread_workspace(values: Mapping[str, Any], default: str | None = None) -> Folder:
+    """The folder a thread ran with (its Context's, else ``default``); ConfigError without."""
+    where = (values.get("context") or {}).get("workspace") or default
+    if not where:
+        msg = "the thread ran without a workspace folder; name one (--workdir DIR, workspace=)"
+        raise ConfigError(msg + ", or use export")
+    try:
+        return Folder.open(where)
+    except PathError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def apply(
+    graph: Graph,
+    thread_id: str,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    workspace: str | os.PathLike[str] | None = None,
+) -> list[Change]:
+    """Write a thread's files back into its workspace folder (``workspace`` overrides it);
+    the changes, each with its :meth:`Change.diff`. ``dry_run`` writes nothing.
+
+    Raises:
+        ApplyConflict: a file changed on disk since the thread read it (nothing written;
+            ``force`` writes anyway).
+        ConfigError: the thread has no folder, or a path the folder refuses."""
+    from agent.graph.build import WORKSPACE_ATTRIBUTE
+    from agent.runs.runner import thread_config
+
+    values = graph.get_state(thread_config(thread_id)).values
+    default = getattr(graph, WORKSPACE_ATTRIBUTE, None)
+    folder = thread_workspace(values, os.fspath(workspace) if workspace else default)
+    try:
+        changes = planned_changes(values.get("files") or {}, folder)
+        if not dry_run:
+            apply_changes(changes, folder, force=force)
+    except ApplyConflict:
+        raise
+    except PathError as exc:
+        raise ConfigError(f"cannot apply into {folder.root}: {exc}") from exc
+    return changes
