@@ -151,7 +151,10 @@ class Folder:
         relative, target = self.locate(path, ignore=False)
         return self._bytes(relative, target, limit=None)[1]
 
-    def _bytes(self, relative: str, target: Path, limit: int | None = MAX_FILE_BYTES) -> tuple:
+    def _bytes(
+        self, relative: str, target: Path, limit: int | None = MAX_FILE_BYTES
+    ) -> tuple[bytes | None, Base]:
+        """The file's bytes (None: it does not exist) and its :class:`Base`."""
         try:
             fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
