@@ -63,6 +63,10 @@ class FileEntry(TypedDict, total=False):
     ``apply`` compares the disk with before it writes the file back."""
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogatepass")
+
+
 def file_entry(
     content: str,
     *,
@@ -318,12 +322,8 @@ class Workspace:
                     f"case or character forms; write {other!r} or choose a distinct name"
                 )
                 raise PathError(msg)
-        folder = self.folder
-        fresh = path not in self._files and path not in self.bases
-        if folder and fresh and self._folder_file(path):
-            # as the step found it: read earlier, else as the disk holds it now; a path the
-            # folder refuses (a symlink leading out, in .git/) cannot be written
-            self.bases[path] = self._read_at.get(path) or folder.base(path).as_dict()
+        if self.folder and path not in self.bases and self._folder_file(path):
+            self._note_base(self.folder, path)
         self._files[path] = content
         self.written[path] = content
         return path
@@ -336,6 +336,19 @@ class Workspace:
             msg = f"edit_file needs `old` to occur exactly once in {path!r}; it was {what}"
             raise PathError(msg)
         return self.write(path, current.replace(old, new, 1))
+
+    def _note_base(self, folder: Folder, path: str) -> None:
+        """Record the disk version a first write of ``path`` is based on: as the step read
+        it, else as the disk holds it now (a path the folder refuses, such as a symlink
+        leading out, cannot be written). Rewriting the thread's own version, the base is the
+        one the thread recorded (``keep_base``), unless the user applied that version since:
+        then the disk holds it, and it is the new base."""
+        if path not in self._files:
+            self.bases[path] = self._read_at.get(path) or folder.base(path).as_dict()
+            return
+        now = folder.base(path)
+        if now.sha256 == hashlib.sha256(_utf8(self._files[path])).hexdigest():
+            self.bases[path] = now.as_dict()
 
     def _folder_file(self, path: str) -> bool:
         """Whether a write of ``path`` is one ``apply`` writes back into the folder."""

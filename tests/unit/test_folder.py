@@ -102,3 +102,22 @@ def test_the_listing_marks_binary_files_and_the_threads_files_win(root):
     assert workspace.grep("thread") == "src/app.py:1: thread's"
     assert workspace.sandbox_files()["src/app.py"] == "thread's\n"  # laid over the folder
     assert ".env" not in workspace.sandbox_files()  # ignored files never reach the sandbox
+
+
+def test_rewriting_an_applied_version_takes_the_disk_as_its_new_base(root):
+    """A follow-up turn edits a file the user already applied: the next apply must not see
+    the applied version as a change made on disk."""
+    folder = Folder.open(root)
+    applied = "print('applied')\n"
+    (root / "src" / "app.py").write_text(applied)
+    workspace = Workspace({"src/app.py": applied}, writable=["src/app.py"], folder=folder)
+    workspace.write("src/app.py", "print('again')\n")
+    assert workspace.bases["src/app.py"]["sha256"] == folder.base("src/app.py").sha256
+
+
+def test_rewriting_a_version_not_applied_keeps_the_threads_base(root):
+    workspace = Workspace(
+        {"src/app.py": "thread's\n"}, writable=["src/app.py"], folder=Folder.open(root)
+    )
+    workspace.write("src/app.py", "again\n")
+    assert "src/app.py" not in workspace.bases  # keep_base carries the recorded one over
