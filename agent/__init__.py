@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agent.graph.build import build_graph
     from agent.graph.result import Result
     from agent.models.scripted import ScriptedChatModel
+    from agent.runs.apply import apply
     from agent.runs.export import artifacts
     from agent.runs.runner import aresume, arun, resume, run
     from agent.store.checkpointers import open_checkpointer
@@ -31,6 +32,7 @@ _EXPORTS = {
     "Context": "agent.context",
     "ConfigError": "agent.errors",
     "Result": "agent.graph.result",
+    "apply": "agent.runs.apply",
     "artifacts": "agent.runs.export",
     "ScriptedChatModel": "agent.models.scripted",
     "SubAgent": "agent.controller.subagents",
@@ -51,6 +53,7 @@ __all__ = [
     "Context",
     "ConfigError",
     "Result",
+    "apply",
     "artifacts",
     "ScriptedChatModel",
     "SubAgent",

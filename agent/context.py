@@ -216,6 +216,16 @@ class Context:
         default=60.0,
         metadata={"description": "Seconds one execute command may run before it is killed."},
     )
+    workspace: str | None = field(
+        default=None,
+        metadata={
+            "description": "A folder on this machine the agent works in, read in place: its "
+            "files are listed, globbed, grepped and read where they are (its .gitignore "
+            "honoured, nothing copied into the thread); what steps write stays in the thread "
+            "until `deepreflect apply THREAD` writes it back. None: build_graph(workspace=...) "
+            "if given, else no folder."
+        },
+    )
     structured_output: str = field(
         default="auto",
         metadata={
@@ -231,6 +241,7 @@ class Context:
         defaults)."""
         apply_environment(self)
         _absolute_databases(self)
+        _absolute_workspace(self)
 
     def approval_tools(self) -> list[str]:
         """The tool names of ``interrupt_on`` (none when it is not a string)."""
@@ -351,6 +362,10 @@ class Context:
             known = ", ".join(settings)
             msg = f"unknown structured_output {self.structured_output!r}; expected one of {known}"
             errors.append(("structured_output", msg))
+        if "workspace" in typed and self.workspace is not None:
+            if not os.path.isdir(self.workspace):
+                what = "does not exist" if not os.path.exists(self.workspace) else "is no folder"
+                errors.append(("workspace", f"workspace {self.workspace!r} {what}"))
         if "databases" in typed and self.databases is not None:
             errors += [("databases", f"databases: {p}") for p in _database_problems(self.databases)]
         return errors
@@ -381,6 +396,16 @@ def _absolute_databases(ctx: Context) -> None:
             return  # validate names it: the field takes text
     if isinstance(value, str):
         ctx.databases = _absolute_text(value)
+
+
+def _absolute_workspace(ctx: Context) -> None:
+    """``workspace`` made absolute (a path object becomes text), so that a thread resumed
+    from another working directory reads the same folder."""
+    value: Any = ctx.workspace
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str) and value.strip():
+        ctx.workspace = os.path.abspath(os.path.expanduser(value))
 
 
 def _absolute_text(text: str) -> str:
@@ -425,5 +450,6 @@ def as_context(value: Any) -> Context:
         for name, given_value in given.items():  # given wins over the environment, even a
             setattr(ctx, name, given_value)  # value equal to the field's default
         _absolute_databases(ctx)
+        _absolute_workspace(ctx)
         return ctx
     return Context()

@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "reflection_calls": [],
     "sandbox": [],
     "startup": [],
+    "workspace": [],
     "peers": [],  # needs the bench extra (deepagents); without it that column says so
 }
 _BLOCK = re.compile(r"<!-- figure:(?P<name>\w+) -->\n(?P<body>.*?)<!-- /figure -->\n", re.DOTALL)

@@ -7,6 +7,7 @@ names, in its help, the ``DEEPREFLECT_*`` variable it overrides.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from agent.env_defaults import MCP_CONFIG_VAR as MCP_ENV
@@ -35,6 +36,7 @@ CONTEXT_FLAGS = {
     "tool_result_chars": "tool_result_chars",
     "execute_roles": "execute_roles",
     "execute_timeout": "execute_timeout_s",
+    "workdir": "workspace",
 }
 
 
@@ -58,6 +60,20 @@ def user_files(p: argparse.ArgumentParser) -> None:
         help="a file or folder the agent gets to read or edit (repeatable); a folder adds its "
         "text files, skipping .git/ and what .gitignore ignores; paths inside the current "
         "folder keep their relative path, others are named from their parent",
+    )
+
+
+def workdir(p: argparse.ArgumentParser) -> None:
+    """``--workdir DIR``: the folder the run works in, read in place."""
+    _setting(
+        p,
+        "--workdir",
+        "a folder the agent works in, read in place (ls, glob, grep, read_file; its "
+        ".gitignore honoured, nothing copied into the thread); what it writes stays in the "
+        "thread until `deepreflect apply THREAD`",
+        env=True,
+        metavar="DIR",
+        type=os.path.abspath,  # a thread resumed from elsewhere reads the same folder
     )
 
 

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator
 from typing import NoReturn
 
+from agent.cli import apply, export, memory, resume, run, show, threads
 from agent.cli import eval as eval_command
-from agent.cli import export, memory, resume, run, show, threads
 from agent.suggestions import did_you_mean
 
 _UNKNOWN = re.compile(r"unrecognized arguments: (\S+)")
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_parser(sub)
     show.add_parser(sub)
     export.add_parser(sub)
+    apply.add_parser(sub)
     threads.add_parsers(sub)  # threads, prune
     eval_command.add_parser(sub)
     memory.add_parser(sub)  # memory ls, show, rm

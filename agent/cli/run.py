@@ -83,6 +83,7 @@ def _run_flags(p: argparse.ArgumentParser, *, models_and_tools: bool) -> None:
     if models_and_tools:
         flags.mcp(p)
     flags.user_files(p)
+    flags.workdir(p)
     flags.db(p, json_flag=True)
     flags.out(p)
 
@@ -127,6 +128,8 @@ def _run_goal(args: argparse.Namespace, console: Console, goal: str, ctx: Contex
             console.print(line(("goal", "bold"), f": {goal}"))
             if files is not None:
                 console.print(line(("files", "bold"), f": {describe_files(files)}"))
+            if ctx.workspace:
+                console.print(line(("workspace", "bold"), f": {ctx.workspace} (read in place)"))
             console.print(line((f"thread {thread_id} in {where(args.db)}", "dim")))
         on_update = None if args.json else Progress(console)
         with running(thread_id):

@@ -50,7 +50,7 @@ class StepEvidence:
                 await asyncio.to_thread(
                     run_check,
                     self.step.get("done_when"),
-                    self.workspace.contents(),
+                    self.workspace.sandbox_files(),  # the folder's files, the thread's over them
                     self.step["expected_output"],
                     judge=self.judge,
                     task=self.goal,

@@ -44,8 +44,10 @@ def task_messages(
     system_prompt: str,
     inputs: list[str],
     feedback: Mapping[str, Any] | None,
+    folder: bool = False,
 ) -> list[BaseMessage]:
-    """The conversation a draft starts from: the first draft's task, or a revision's."""
+    """The conversation a draft starts from: the first draft's task, or a revision's;
+    ``folder``: the run has a workspace folder, which the step explores with its tools."""
     step_id = str(step["step_id"])
     values = {
         "run_goal": run_goal(goal, str(step["instructions"])),
@@ -56,6 +58,8 @@ def task_messages(
         "scratch": scratch_prefix(step_id),
         "inputs": "\n".join(f"- {p}" for p in inputs) or "(none)",
     }
+    if folder:
+        values["inputs"] += "\n" + render("subagent_workspace").rstrip()
     if feedback is None:
         human = render("subagent_task", **values)
     else:
@@ -76,6 +80,8 @@ def direct_inputs(
     every citation to them). On the 1.5B, a report citing one URL no search returned was
     revised through the tools, searching again for 14 calls and 24k tokens, until the run's
     time budget ran out."""
+    if workspace.folder is not None:
+        return None  # a folder is explored through the tools, never pasted into a prompt
     traced = TOOL_CHECKS.intersection(check_kinds(step.get("done_when")))
     if (extra_tools or traced) and not (sourced and traced):  # only a traced check's revision
         return None

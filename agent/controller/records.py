@@ -110,6 +110,7 @@ class StepRecords:
                 stop_reason=stop_reason,
                 rounds=result.rounds,
                 defect=signature,
+                **({"base": workspace.bases[path]} if path in workspace.bases else {}),
             )
         self._critique_file(workspace, passed, stop_reason, issues, signature)
         self.event(

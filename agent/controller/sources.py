@@ -17,7 +17,7 @@ QUERY_CHARS = 300
 """The longest first query: the goal's opening, where it says what the report is about."""
 _QUERY_NAMES = ("query", "q", "search_query", "question", "text")
 
-_NEVER_SOURCES = frozenset({"ls", "write_file", "edit_file"})
+_NEVER_SOURCES = frozenset({"ls", "glob", "write_file", "edit_file"})
 
 
 class CitationSources:

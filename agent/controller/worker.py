@@ -52,6 +52,7 @@ from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
 from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import PathError, Workspace, scratch_prefix
+from agent.vfs.folder import Folder
 from agent.vocabulary import ToolCalling
 
 
@@ -79,6 +80,7 @@ class StepWorker:
         tool_result_chars: int = TOOL_RESULT_CHARS,
         memory: bool = False,
         graph: Runnable | None = None,
+        folder: Folder | None = None,
     ) -> None:
         self.step = step
         self.graph = graph  # the user's compiled graph running this step, if any
@@ -104,8 +106,9 @@ class StepWorker:
             writable=[step["expected_output"]],
             scratch=scratch_prefix(self.step_id),
             shared=MEMORY_PREFIX if memory else None,
+            folder=folder,
         )
-        self.given = self.workspace.contents().get(step["expected_output"], "")
+        self.given = self.workspace.found(step["expected_output"])
         self.searched: list[BaseMessage] | None = None  # the search made before any draft
         tools = {t.name: t for t in vfs_tools(self.workspace) + list(extra_tools or [])}
         caller = ToolCaller(step, tools, self.workspace, scope)
@@ -205,6 +208,7 @@ class StepWorker:
                 system_prompt=self.system_prompt,
                 inputs=readable_inputs(self.workspace),
                 feedback=feedback,
+                folder=self.workspace.folder is not None,
             )
             + await self._sources_first()
         )

@@ -45,6 +45,7 @@ from agent.reflection.rules import RULES, Rule
 from agent.state import InputState, State, SubagentTask
 from agent.tools.approvals import InterruptOn, interrupt_config
 from agent.tools.search import default_role_tools
+from agent.vfs.folder import Folder, FolderError
 
 # Transient model errors (timeouts, 429, 5xx) are retried here and nowhere else.
 DEFAULT_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=is_transient)
@@ -72,6 +73,17 @@ def _declared(databases: Mapping[str, str | os.PathLike[str]] | None) -> dict[st
         raise ConfigError(msg) from exc
 
 
+def _workspace(path: str | os.PathLike[str] | None) -> str | None:
+    """``build_graph``'s workspace folder as an absolute path, checked now."""
+    if path is None:
+        return None
+    try:
+        return str(Folder.open(path).root)
+    except FolderError as exc:
+        msg = f"build_graph(workspace=...): {exc}"
+        raise ConfigError(msg) from exc
+
+
 def build_graph(
     *,
     models: Mapping[str, BaseChatModel | str] | None = None,
@@ -87,6 +99,7 @@ def build_graph(
     reflection_rules: Sequence[Rule] = RULES,
     databases: Mapping[str, str | os.PathLike[str]] | None = None,
     store: BaseStore | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> CompiledStateGraph[Any, Context, InputState, Any]:
     """Build the deepreflect graph.
 
@@ -116,21 +129,26 @@ def build_graph(
         store: a LangGraph ``BaseStore`` (SQLite, PostgreSQL, in memory) keeping the
             memories threads share (``memories/``, ``agent.store.memories``); None for
             ``langgraph dev`` and LangGraph Server, which bring their own.
+        workspace: a folder the agent works in, read in place (``agent.vfs.folder``): steps
+            list, glob, grep and read its files where they are, and what they write stays
+            in the thread until applied (``agent.runs.apply``). ``Context.workspace`` wins.
 
     Raises:
-        ConfigError: a database name is not an identifier, or its file is not SQLite; a
+        ConfigError: a database name is not an identifier, or its file is not SQLite; the
+            workspace is not a folder; a
             role in ``models`` or ``tools`` that is not one; a model string without a
             provider or whose provider has no key.
     """
     declared = _declared(databases)
+    folder = _workspace(workspace)
     attempts = retry_policy.max_attempts if retry_policy is not None else 1
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
     roles.check_models()
     builder = StateGraph(state_schema, context_schema=Context, input_schema=InputState)
     wire(
         builder,
-        planner=Planner(roles, declared, attempts),
-        subagent=Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared),
+        planner=Planner(roles, declared, attempts, folder),
+        subagent=Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared, folder),
         reflection=Reflection(roles, reflection_rules, attempts),
         retry_policy=retry_policy,
     )
@@ -142,9 +160,13 @@ def build_graph(
     configured = graph.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
     # run() and resume() check a Context against the roles before they start a run
     setattr(configured, ROLES_ATTRIBUTE, roles)
+    setattr(configured, WORKSPACE_ATTRIBUTE, folder)  # for apply() when the Context names none
     return configured
 
 
+WORKSPACE_ATTRIBUTE = "deepreflect_workspace"
+"""Where a built graph keeps ``build_graph(workspace=...)``, for ``agent.apply`` on a thread
+whose Context named no folder."""
 ROLES_ATTRIBUTE = "deepreflect_roles"
 """Where a built graph keeps its :class:`Roles` (a compiled graph has no field of ours)."""
 

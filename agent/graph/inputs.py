@@ -10,12 +10,14 @@ from langgraph.config import get_config
 from langgraph.pregel._read import ChannelRead
 
 from agent.context import Context
+from agent.vfs.folder import Folder
 
 __all__ = [
     "StateView",
     "current_channel",
     "current_files",
     "declared_databases",
+    "workspace_folder",
     "plan_version",
     "thread_id",
 ]
@@ -66,3 +68,12 @@ def plan_version(state: StateView) -> int:
 def declared_databases(ctx: Context, declared: Mapping[str, str]) -> dict[str, str]:
     """The run's databases: the Context's, then build_graph's, which win on a shared name."""
     return ctx.declared_databases() | dict(declared)
+
+
+def workspace_folder(ctx: Context, default: str | None) -> Folder | None:
+    """The run's workspace folder: the Context's, else build_graph's; None without one.
+
+    Raises:
+        FolderError: the folder is missing or not a folder (said with its path)."""
+    path = ctx.workspace if isinstance(ctx.workspace, str) and ctx.workspace else default
+    return Folder.open(path) if path else None

@@ -4,6 +4,7 @@ none is ready."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from langgraph.types import Command, Send
 
 from agent.context import Context, as_context
 from agent.events import emit, plan_event, progress_message, step_event, told
-from agent.graph.inputs import StateView, declared_databases
+from agent.graph.inputs import StateView, declared_databases, workspace_folder
 from agent.graph.memories import memories_taken_in
 from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import invalid_plan, question_first
@@ -25,7 +26,7 @@ from agent.plan.planner import apply_plan, ask_planner
 from agent.plan.progress import ready_steps
 from agent.reflection.budget import budget_of
 from agent.state import SubagentTask
-from agent.vfs.entries import finished_artifacts, scratch_prefix
+from agent.vfs.entries import PathError, finished_artifacts, scratch_prefix
 from agent.vfs.origin import user_paths
 from agent.vocabulary import Decision
 
@@ -36,10 +37,15 @@ class Planner:
     """Take in the turn, plan when asked, dispatch the ready steps."""
 
     def __init__(
-        self, roles: Roles, databases: Mapping[str, str] | None = None, attempts: int = 1
+        self,
+        roles: Roles,
+        databases: Mapping[str, str] | None = None,
+        attempts: int = 1,
+        workspace: str | None = None,
     ) -> None:
         self.roles = roles
         self.databases = dict(databases or {})
+        self.workspace = workspace  # build_graph's folder; the Context's wins
         self.attempts = attempts  # the graph's RetryPolicy: the last one pauses, not raises
 
     async def node(self, state: StateView, runtime: Runtime[Context]) -> Command[PlannerRoute]:
@@ -80,6 +86,7 @@ class Planner:
                 planning=ctx.planning,
                 databases=tuple(declared_databases(ctx, self.databases)),
                 profile=profile_for(ctx.profile, metered.model),
+                workspace=await asyncio.to_thread(folder_paths, ctx, self.workspace),
             )
         except Exception as exc:
             usage = {"usage": metered.usage} | learnt_update(metered)
@@ -96,6 +103,16 @@ class Planner:
         if outcome.fallback:  # never a silent default: the log says the plan is code's
             update["decisions"] = [fallback_entry(state, outcome.fallback)]
         return update | apply_plan(state, outcome.steps, outcome.criteria)
+
+
+def folder_paths(ctx: Context, default: str | None) -> list[str]:
+    """The workspace folder's paths for the planner; none without a folder, or when it
+    cannot be walked (the steps' tools then say why)."""
+    try:
+        folder = workspace_folder(ctx, default)
+        return folder.paths() if folder is not None else []
+    except PathError:
+        return []
 
 
 def fallback_entry(state: StateView, reason: str) -> dict[str, Any]:

@@ -21,7 +21,13 @@ from agent.controller.subagents import SubAgent
 from agent.controller.worker import StepRun, StepWorker
 from agent.errors import ErrorClass, classify
 from agent.events import check_event, progress_message
-from agent.graph.inputs import current_channel, current_files, current_list, declared_databases
+from agent.graph.inputs import (
+    current_channel,
+    current_files,
+    current_list,
+    declared_databases,
+    workspace_folder,
+)
 from agent.graph.memories import run_memory, save_step_memories
 from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
@@ -32,7 +38,8 @@ from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
 from agent.tools.command import EXECUTE, execute_available, execute_tool
 from agent.tools.execute import CallScope
-from agent.vfs.origin import keep_origin
+from agent.vfs.folder import Folder, FolderError
+from agent.vfs.origin import keep_base, keep_origin
 
 __all__ = [
     "Subagent",
@@ -53,11 +60,13 @@ class Subagent:
         max_tool_turns: int,
         interrupt_on: Mapping[str, Mapping[str, Any]] | None = None,
         databases: Mapping[str, str] | None = None,
+        workspace: str | None = None,
     ) -> None:
         self.roles = roles
         self.max_tool_turns = max_tool_turns
         self.interrupt_on = dict(interrupt_on or {})
         self.databases = dict(databases or {})
+        self.workspace = workspace  # build_graph's folder; the Context's wins
 
     async def node(self, state: SubagentTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = as_context(runtime.context)
@@ -71,9 +80,13 @@ class Subagent:
             if classify(exc) is ErrorClass.TRANSIENT:
                 raise
             return {"trajectory": [model_error_event(state, exc)]}
+        try:
+            folder = workspace_folder(ctx, self.workspace)
+        except FolderError as exc:  # the folder went away since the run started
+            return {"trajectory": [config_error_event(state, [str(exc)])]}
         # whether commands may run here probes the sandbox (files, processes): off the loop
         tools = await asyncio.to_thread(role_tools, spec, ctx)
-        worker = self._worker(state, spec, runtime, ctx, model, judge, tools)
+        worker = self._worker(state, spec, runtime, ctx, model, judge, tools, folder)
         run = await worker.aexecute()
         await save_step_memories(runtime, ctx, run.files, str(state["step"]["step_id"]))
         return step_update(run, merge_usage(run.usage, judge_usage.usage), ctx)
@@ -87,6 +100,7 @@ class Subagent:
         model: Metered,
         judge: Runnable,
         tools: list[BaseTool],
+        folder: Folder | None = None,
     ) -> StepWorker:
         """The step's worker: its subagent's prompt and ``tools``, the revise loop's bounds from
         the Context and the task's allowances, and where its tool calls happen."""
@@ -119,6 +133,7 @@ class Subagent:
             tool_result_chars=ctx.tool_result_chars,
             memory=run_memory(runtime, ctx) is not None,
             graph=spec.get("graph"),
+            folder=folder,
         )
 
     def _interrupt_on(self, ctx: Context) -> dict[str, Mapping[str, Any]]:
@@ -140,7 +155,8 @@ def role_tools(spec: SubAgent, ctx: Context) -> list[BaseTool]:
 def step_update(run: StepRun, usage: dict[str, dict[str, int]], ctx: Context) -> dict[str, Any]:
     """What a finished (or waiting) step writes: its files, keeping the user's mark on the
     ones it edited, its trajectory and usage, and what it waits on."""
-    files = keep_origin(run.files, current_files())
+    before = current_files()
+    files = keep_base(keep_origin(run.files, before), before)
     update: dict[str, Any] = {"files": files, "trajectory": run.trajectory, "usage": usage}
     if ctx.chat_progress and (told := told_checks(run.trajectory)):
         update["messages"] = told

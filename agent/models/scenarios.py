@@ -248,6 +248,7 @@ def _inventory(messages: list[BaseMessage]) -> Any:
     if last.name == "ls":
         listed = str(last.content).splitlines()
         paths = [p for p in listed if p not in (INVENTORY, "(no files)") and not is_scratch(p)]
+        paths = [p for p in paths if not p.endswith(" (binary: not readable as text)")]
         calls = [{"name": "read_file", "args": {"path": p}, "id": f"read-{p}"} for p in paths]
         if calls:
             return AIMessage(content="", tool_calls=calls)

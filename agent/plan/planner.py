@@ -5,7 +5,7 @@ the plan it replaces. No graph here: the planner node calls this."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,12 +57,14 @@ async def ask_planner(
     planning: str = Planning.UPFRONT,
     databases: Collection[str] = (),
     profile: Profile = DEFAULT,
+    workspace: Sequence[str] = (),
 ) -> PlanOutcome:
     """Plan (or replan) the goal; an invalid answer is retried once with its errors.
     ``databases``: the names (never the paths) of the databases the user declared, which
     the planner is shown and its sql checks may name. The planner model plans every first
     plan unless ``profile`` plans in code; a plan made in code (one step per file the goal
-    names) is also the fallback when the model's plans stayed invalid, said in ``fallback``."""
+    names) is also the fallback when the model's plans stayed invalid, said in ``fallback``.
+    ``workspace``: the paths of the workspace folder, which the planner is shown."""
     files = state.get("files") or {}
     goal = str(state.get("goal", ""))
     told = f"{goal}\n\n{answer}" if answer.strip() else goal  # the answer states criteria too
@@ -76,7 +78,7 @@ async def ask_planner(
             actions=registry,
             max_steps=max_plan_steps,
             databases=databases,
-            files=tuple(p for p in files if not is_scratch(p)),
+            files=(*(p for p in files if not is_scratch(p)), *workspace),
             asked=named_files(goal),
             # the human's answer states examples too ("split_words('Hi') == ['hi']")
             goal=told,
@@ -100,7 +102,7 @@ async def ask_planner(
         if (coded := in_code(await ask_criteria(metered, told, files))) is not None:
             return coded
     outcome = await _ask_model(metered, state, registry, parsed, reason, answer, max_plan_steps,
-                               planning, databases)  # fmt: skip
+                               planning, databases, workspace)  # fmt: skip
     if outcome.steps is None and (coded := in_code()) is not None:
         listed = "; ".join(outcome.errors)[:600]
         coded.fallback = (
@@ -121,11 +123,12 @@ async def _ask_model(
     max_plan_steps: int,
     planning: str,
     databases: Collection[str],
+    workspace: Sequence[str] = (),
 ) -> PlanOutcome:
     """The planner model's plan: one retry with the errors, one more with an example plan
     when the retry repeated the invalid plan word for word."""
     messages = _planner_messages(
-        state, registry, reason, answer, max_plan_steps, planning, databases
+        state, registry, reason, answer, max_plan_steps, planning, databases, workspace
     )
     outcome = PlanOutcome(None)
     answers: list[str] = []
@@ -177,6 +180,7 @@ def _planner_messages(
     max_plan_steps: int,
     planning: str,
     databases: Collection[str],
+    workspace: Sequence[str] = (),
 ) -> list[BaseMessage]:
     """The planner's first prompt: the actions, check kinds and databases it may use, then
     the goal, the answer or reason for replanning, the current plan and the files."""
@@ -197,9 +201,23 @@ def _planner_messages(
         reason=reason,
         plan=json.dumps(_as_planned(old), indent=1) if old else "",
         files=data_block(summarize_files(files, int(state.get("step") or 0))),
-        user_files=planner_view(files),
+        user_files=planner_view(files) + workspace_view(workspace),
     )
     return [SystemMessage(system), HumanMessage(human)]
+
+
+WORKSPACE_SHOWN = 300
+"""Paths of the workspace folder the planner is shown; steps find the rest with glob."""
+
+
+def workspace_view(paths: Sequence[str]) -> str:
+    """The planner prompt's lines on the workspace folder ("" without one)."""
+    if not paths:
+        return ""
+    shown = "\n".join(f"- {p}" for p in paths[:WORKSPACE_SHOWN])
+    text = render("planner_workspace", count=len(paths), shown=min(len(paths), WORKSPACE_SHOWN),
+                  paths=shown)  # fmt: skip
+    return "\n\n" + text.rstrip()
 
 
 def _as_planned(plan: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool
 
 META_KEY = "deepreflect"
 """``tool.metadata[META_KEY]``: what :func:`declare_tool` declared."""
-LOCAL_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file"})
+LOCAL_TOOLS = frozenset({"ls", "glob", "grep", "read_file", "write_file", "edit_file"})
 """The filesystem tools act on the step's own workspace, rebuilt when the step re-runs."""
 
 Receipt = Callable[[str], Any]

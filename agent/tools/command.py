@@ -60,7 +60,7 @@ def execute_tool(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> BaseTool:
         try:
             result = await asyncio.to_thread(
                 run_command,
-                workspace.contents(),
+                workspace.sandbox_files(),  # a workspace folder's files, the thread's over them
                 command,
                 timeout_s=timeout_s,
                 memory_mb=MEMORY_MB,

@@ -39,7 +39,7 @@ WORKSPACE_ARG = "workspace"
 INJECTED = (WORKSPACE_ARG, IDEMPOTENCY_KEY_ARG)
 """The hidden arguments deepreflect fills in (``agent.store.journal`` for the key)."""
 """The parameter through which a tool receives the step's ``Workspace``."""
-VFS_TOOL_NAMES = frozenset({"ls", "read_file", "write_file", "edit_file"})
+VFS_TOOL_NAMES = frozenset({"ls", "glob", "grep", "read_file", "write_file", "edit_file"})
 """The filesystem tools every subagent has (``agent.tools.filesystem.vfs_tools``); no tool may reuse
 their names."""
 # What OpenAI's and Anthropic's APIs accept as a tool name (Anthropic allows 128 characters):

@@ -1,6 +1,6 @@
 """The tools a subagent works with and how one of its tool calls is executed.
 
-The four filesystem tools are bound to one step's ``Workspace``. A tool call's arguments come
+The filesystem tools are bound to one step's ``Workspace``. A tool call's arguments come
 from the model, so they are bounded before anything uses them, answered with a tool error
 (never an exception), and summarised for the trajectory.
 """
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.errors import ErrorClass, classify, describe
 from agent.tools.custom import inject_workspace, output_text
 from agent.vfs.entries import PathError, Workspace
+from agent.vfs.matching import listed
 
 __all__ = [
     "MAX_ARG_DEPTH",
@@ -64,6 +65,18 @@ class _ReadArgs(_PathArgs):
     limit: int | None = Field(None, ge=1, description="Most lines to read (none: to the end).")
 
 
+class _GlobArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pattern: str = Field(description="A glob, e.g. **/*.py, src/*.txt or *.md (any depth).")
+
+
+class _GrepArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pattern: str = Field(description="The literal text to find (not a regular expression).")
+    path: str | None = Field(None, description="Search only this file or folder.")
+    glob: str | None = Field(None, description="Search only files matching this glob.")
+
+
 class _WriteArgs(_PathArgs):
     content: str = Field(description="The whole new content of the file.")
 
@@ -74,10 +87,17 @@ class _EditArgs(_PathArgs):
 
 
 def vfs_tools(workspace: Workspace) -> list[BaseTool]:
-    """The four filesystem tools, bound to one subagent's workspace."""
+    """The filesystem tools, bound to one subagent's workspace: the thread's files and, when
+    the run has one, the workspace folder read in place (``agent.vfs.folder``)."""
 
     def ls() -> str:
-        return "\n".join(workspace.ls()) or "(no files)"
+        return listed(workspace.listing())
+
+    def glob(pattern: str) -> str:
+        return listed(workspace.glob(pattern), what="files match")
+
+    def grep(pattern: str, path: str | None = None, glob: str | None = None) -> str:
+        return workspace.grep(pattern, path, glob)
 
     def read_file(path: str, offset: int = 0, limit: int | None = None) -> str:
         return read_lines(workspace.read(path), offset, limit)
@@ -92,6 +112,8 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
 
     specs: list[tuple[Callable[..., str], type[BaseModel], str]] = [
         (ls, _NoArgs, "List the files you can read."),
+        (glob, _GlobArgs, "List the files whose path matches a glob pattern."),
+        (grep, _GrepArgs, "Find the lines that contain a literal text, as path:line: text."),
         (read_file, _ReadArgs, "Read one file (offset and limit: a part of it, in lines)."),
         (write_file, _WriteArgs, "Create or replace a file you may write."),
         (edit_file, _EditArgs, "Replace one exact, unique passage of a file (a targeted patch)."),

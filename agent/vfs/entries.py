@@ -7,18 +7,18 @@ through a :class:`Workspace` that enforces their write scope (docs/security.md).
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
-from agent.vfs.filenames import collision, name_problem, nfc
+from agent.vfs.filenames import collision, nfc
+from agent.vfs.folder import Folder
+from agent.vfs.matching import glob_paths, grep_texts
+from agent.vfs.paths import MAX_FILE_BYTES, PathError, validate_path
 from agent.vfs.quoting import clean_text
 from agent.vocabulary import FileStatus
 
-MAX_PATH_CHARS = 200
-MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 500
 
 
@@ -57,35 +57,14 @@ class FileEntry(TypedDict, total=False):
     given: str
     """On a user's Python module a step edited: its text as the user gave it, which a later
     rewrite is compared with (``agent.plan.kept``)."""
+    base: dict[str, Any]
+    """On a file of the workspace folder a step wrote: the file as the step found it on disk
+    (``{"sha256": str | None, "mtime_ns": int | None}``, ``agent.vfs.folder.Base``), which
+    ``apply`` compares the disk with before it writes the file back."""
 
 
-class PathError(ValueError):
-    """A path a subagent may not use; the message is returned to the model as a tool error."""
-
-
-def validate_path(path: object) -> str:
-    """Return the normalised relative POSIX path (NFC, so two spellings of a name are one
-    file), or raise :class:`PathError` saying why not and which name to use instead."""
-    if not isinstance(path, str) or not path.strip():
-        raise PathError("path must be a non-empty string")
-    if "\x00" in path:
-        raise PathError("path contains a NUL byte")
-    path = nfc(path)
-    if "\\" in path:
-        raise PathError(f"path {path[:80]!r} contains a backslash; use POSIX '/' separators")
-    if len(path) > MAX_PATH_CHARS:
-        raise PathError(f"path is {len(path)} characters long; the limit is {MAX_PATH_CHARS}")
-    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
-        raise PathError(f"path {path!r} is absolute; use a path relative to the workspace")
-    parts = path.split("/")
-    if ".." in parts:
-        raise PathError(f"path {path!r} climbs out of the workspace with '..'")
-    normalised = posixpath.normpath(path)
-    if normalised in (".", "") or normalised.startswith("../"):
-        raise PathError(f"path {path!r} does not name a file")
-    if (problem := name_problem(normalised)) is not None:
-        raise PathError(f"path {normalised!r} is refused: {problem}")
-    return normalised
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogatepass")
 
 
 def file_entry(
@@ -237,7 +216,12 @@ class Workspace:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_files: int = MAX_FILES,
         shared: str | None = None,
+        folder: Folder | None = None,
     ) -> None:
+        self.folder = folder  # the workspace folder read in place, if the run has one
+        self.bases: dict[str, dict[str, Any]] = {}
+        """Each folder file this step wrote, as it found it on disk (``FileEntry.base``)."""
+        self._read_at: dict[str, dict[str, Any]] = {}
         self._files: dict[str, str] = {nfc(p): text for p, text in readable.items()}
         self._writable = {nfc(p) for p in writable}
         self._scratch = scratch
@@ -268,9 +252,58 @@ class Workspace:
 
     def read(self, path: str) -> str:
         path = validate_path(path)
-        if path not in self._files:
+        if path in self._files:
+            return self._files[path]
+        if self.folder is None:
             raise PathError(f"file {path!r} not found; ls() lists {len(self._files)} file(s)")
-        return self._files[path]
+        text, base = self.folder.read(path)
+        self._read_at.setdefault(path, base.as_dict())
+        return text
+
+    def found(self, path: str) -> str:
+        """The text the step finds at ``path`` (the thread's, else the folder's), "" if none."""
+        try:
+            return self.read(path)
+        except PathError:
+            return ""
+
+    def listing(self) -> list[str]:
+        """Every path this step can read: the thread's files and the folder's, a binary
+        folder file marked so."""
+        if self.folder is None:
+            return self.ls()
+        own = set(self._files)
+        marked = [
+            p + (" (binary: not readable as text)" if self.folder.is_binary(p) else "")
+            for p in self.folder.paths()
+            if p not in own
+        ]
+        return sorted([*own, *marked])
+
+    def _all_paths(self) -> list[str]:
+        folder = self.folder.paths() if self.folder is not None else []
+        return sorted(set(self._files).union(folder))
+
+    def glob(self, pattern: str) -> list[str]:
+        """The readable paths matching the glob ``pattern``."""
+        return glob_paths(pattern, self._all_paths())
+
+    def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> str:
+        """The lines containing ``pattern`` (literal text) in the readable files, or in
+        ``path`` (a file or a folder) and those matching ``glob``; limits in the result."""
+        paths = self._all_paths()
+        if path:
+            where = validate_path(path)
+            paths = [p for p in paths if p == where or p.startswith(where + "/")]
+        if glob:
+            paths = glob_paths(glob, paths)
+        note: list[str] = []
+        own = [(p, self._files[p]) for p in paths if p in self._files]
+        rest = [p for p in paths if p not in self._files]
+        texts = own if self.folder is None else [*own, *self.folder.texts(rest, note=note)]
+        result = grep_texts(pattern, texts)
+        result.truncated = result.truncated or (note[0] if note else None)
+        return result.text(pattern)
 
     def write(self, path: str, content: str) -> str:
         path = self._check_writable(path)
@@ -289,6 +322,8 @@ class Workspace:
                     f"case or character forms; write {other!r} or choose a distinct name"
                 )
                 raise PathError(msg)
+        if self.folder and path not in self.bases and self._folder_file(path):
+            self._note_base(self.folder, path)
         self._files[path] = content
         self.written[path] = content
         return path
@@ -302,6 +337,31 @@ class Workspace:
             raise PathError(msg)
         return self.write(path, current.replace(old, new, 1))
 
+    def _note_base(self, folder: Folder, path: str) -> None:
+        """Record the disk version a first write of ``path`` is based on: as the step read
+        it, else as the disk holds it now (a path the folder refuses, such as a symlink
+        leading out, cannot be written). Rewriting the thread's own version, the base is the
+        one the thread recorded (``keep_base``), unless the user applied that version since:
+        then the disk holds it, and it is the new base."""
+        if path not in self._files:
+            self.bases[path] = self._read_at.get(path) or folder.base(path).as_dict()
+            return
+        now = folder.base(path)
+        if now.sha256 == hashlib.sha256(_utf8(self._files[path])).hexdigest():
+            self.bases[path] = now.as_dict()
+
+    def _folder_file(self, path: str) -> bool:
+        """Whether a write of ``path`` is one ``apply`` writes back into the folder."""
+        shared = bool(self._shared) and path.startswith(str(self._shared))
+        return self.folder is not None and not is_scratch(path) and not shared
+
     def contents(self) -> dict[str, str]:
-        """Everything visible, for running checks against the step's own view."""
+        """The thread's files this step sees (its writes included), not the folder's."""
         return dict(self._files)
+
+    def sandbox_files(self) -> dict[str, str]:
+        """What a check or ``execute`` runs on: the folder's text files with the thread's
+        files laid over them (the folder itself is never written)."""
+        if self.folder is None:
+            return self.contents()
+        return self.folder.sandbox_files() | self._files

@@ -18,9 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
-
 from agent.vfs.entries import MAX_FILE_BYTES
+from agent.vfs.ignore import (
+    MAX_SCANNED,
+    SKIPPED_FOLDERS,
+    IgnoreRules,
+    decoded,
+    folder_rules,
+    outer_rules,
+)
 from agent.vfs.user_files import (
     MAX_USER_BYTES,
     MAX_USER_FILES,
@@ -31,13 +37,6 @@ from agent.vfs.user_files import (
 
 __all__ = ["MAX_SCANNED", "SKIPPED_FOLDERS", "describe_files", "load_files"]
 
-SKIPPED_FOLDERS = frozenset({".git", ".deepreflect"})
-"""Folders a folder given with ``--file`` never contributes: version control's and
-deepreflect's own state (``.deepreflect/threads.sqlite`` and its write-ahead log)."""
-
-MAX_SCANNED = 20_000
-"""Entries a folder walk looks at, ignored and binary ones included, before it gives up."""
-
 
 @dataclass
 class _Walk:
@@ -47,40 +46,7 @@ class _Walk:
     """The folder, resolved: no file outside it is read through a symlink."""
     prefix: str
     """Its VFS path ("" for the root)."""
-    specs: list[tuple[Path, GitIgnoreSpec]]
-    """``.gitignore`` rules by the folder they live in, outermost first."""
-
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        """Git's rule: the deepest ``.gitignore`` with a matching pattern decides."""
-        verdict = False
-        for base, spec in self.specs:
-            try:
-                relative = path.relative_to(base).as_posix()
-            except ValueError:
-                continue
-            result = spec.check_file(relative + ("/" if is_dir else ""))
-            if result.include is not None:
-                verdict = result.include
-        return verdict
-
-
-def _spec(folder: Path) -> list[tuple[Path, GitIgnoreSpec]]:
-    ignore = folder / ".gitignore"
-    if not ignore.is_file() or ignore.is_symlink():
-        return []
-    lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-    return [(folder, GitIgnoreSpec.from_lines(lines))]
-
-
-def _outer_specs(top: Path) -> list[tuple[Path, GitIgnoreSpec]]:
-    """The ``.gitignore`` files of the folders above ``top`` up to its repository's root
-    (none when ``top`` is not inside a git repository)."""
-    above: list[Path] = []
-    for folder in top.parents:
-        above.append(folder)
-        if (folder / ".git").exists():
-            return [s for f in reversed(above) for s in _spec(f)]
-    return []
+    rules: IgnoreRules
 
 
 def _read(path: Path, shown: str) -> bytes:
@@ -106,16 +72,6 @@ def _read(path: Path, shown: str) -> bytes:
     if problem := size_problem(shown, len(data)):
         raise UserFileError(problem)
     return data
-
-
-def _decoded(data: bytes) -> str | None:
-    """The text of a file, or None for a binary one (a NUL byte, or not UTF-8)."""
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 class _Loader:
@@ -167,9 +123,9 @@ class _Loader:
         name = self.name(given)
         if target.is_dir():
             top = target.resolve()
-            self.folder(_Walk(top, name, _outer_specs(top) + _spec(top)), top)
+            self.folder(_Walk(top, name, IgnoreRules(outer_rules(top) + folder_rules(top))), top)
             return
-        text = _decoded(_read(target.resolve(), str(raw)))
+        text = decoded(_read(target.resolve(), str(raw)))
         if text is None:
             msg = f"--file {raw} is binary (a NUL byte, or not UTF-8); only text files can be given"
             raise UserFileError(msg)
@@ -197,12 +153,12 @@ class _Loader:
             if entry.is_symlink():
                 self.link(walk, path, vfs)
             elif entry.is_dir(follow_symlinks=False):
-                if not walk.ignored(path, is_dir=True):
+                if not walk.rules.ignored(path, is_dir=True):
                     user_file_path(vfs)  # a folder too deep for any path inside it: said here
-                    inner = _Walk(walk.top, walk.prefix, walk.specs + _spec(path))
+                    inner = _Walk(walk.top, walk.prefix, walk.rules.inside(path))
                     self.folder(inner, path)
             elif entry.is_file(follow_symlinks=False):
-                if not walk.ignored(path, is_dir=False):
+                if not walk.rules.ignored(path, is_dir=False):
                     self.file(path, vfs)
             else:
                 self.skipped.append(f"{vfs}: not a regular file")
@@ -215,7 +171,7 @@ class _Loader:
             self.skipped.append(f"{vfs}: a symlink that leads out of the folder")
         elif not target.is_file():
             self.skipped.append(f"{vfs}: a symlink to a folder (not followed)")
-        elif not walk.ignored(path, is_dir=False):
+        elif not walk.rules.ignored(path, is_dir=False):
             self.file(target, vfs)
 
     def file(self, path: Path, vfs: str) -> None:
@@ -224,7 +180,7 @@ class _Loader:
         except UserFileError as exc:
             msg = f"{exc} (list it in a .gitignore to leave it out)"
             raise UserFileError(msg) from None
-        text = _decoded(data)
+        text = decoded(data)
         if text is None:
             self.skipped.append(f"{vfs}: binary")
             return

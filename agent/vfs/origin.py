@@ -26,6 +26,7 @@ __all__ = [
     "USER",
     "given",
     "is_user_file",
+    "keep_base",
     "keep_origin",
     "planner_view",
     "taken_in",
@@ -132,3 +133,18 @@ def planner_view(files: Mapping[str, Any]) -> str:
         if n < HEAD_FILES:
             rows += [f"    | {line[:HEAD_WIDTH]}" for line in lines[:HEAD_LINES]]
     return "\n".join(rows)
+
+
+def keep_base(
+    written: Mapping[str, FileEntry | None], files: Mapping[str, Any]
+) -> dict[str, FileEntry | None]:
+    """A step's writes, a workspace folder file keeping the ``base`` it was first found at
+    when this step rewrote the thread's version of it (and so found no disk file itself)."""
+    kept = dict(written)
+    for path, entry in written.items():
+        before = files.get(path)
+        if entry is None or "base" in entry or not isinstance(before, Mapping):
+            continue
+        if isinstance(before.get("base"), Mapping):
+            kept[path] = cast(FileEntry, {**entry, "base": dict(before["base"])})
+    return kept

@@ -111,3 +111,29 @@ def test_the_network_is_out_of_reach(mode):
     outcome = execute(space, python(code))
     assert outcome.text.startswith("exit code 1"), outcome.text
     assert "Error" in outcome.text
+
+
+SLOW_S = 300.0
+
+
+def test_a_command_sees_the_workspace_folder_with_the_threads_writes_over_it(mode, tmp_path):
+    """The folder's tests run against the step's version of app.py; the command's write
+    lands in the thread, never in the folder; the folder's ignored secret is not there."""
+    from agent.vfs.folder import Folder
+
+    (tmp_path / "app.py").write_text(APP.replace("a + b", "a - b"))
+    (tmp_path / "test_app.py").write_text(TESTS)
+    (tmp_path / ".gitignore").write_text("secret.env\n")
+    (tmp_path / "secret.env").write_text("TOKEN=hunter2\n")
+    space = Workspace({}, writable=["app.py"], scratch="work/S1/", folder=Folder.open(tmp_path))
+    # a failing pytest formats its report slowly on a loaded machine: a wide bound, no timing
+    failing = execute(space, "pytest -q test_app.py", SLOW_S)  # the folder's own bug
+    assert "1 failed" in failing.text
+    space.write("app.py", APP)  # the step's fix, in the thread only
+    passing = execute(space, "pytest -q test_app.py", SLOW_S)
+    assert "1 passed" in passing.text, passing.text
+    probe = python('import os; print(os.path.exists("secret.env"))')
+    assert "False" in execute(space, probe).text
+    execute(space, python('open("app.py", "a").write("# by the command\\n")'))
+    assert space.written["app.py"].endswith("# by the command\n")
+    assert (tmp_path / "app.py").read_text() == APP.replace("a + b", "a - b")

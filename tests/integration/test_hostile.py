@@ -18,7 +18,8 @@ from agent.plan import steps as plan_module
 from agent.runs.runner import thread_config
 from agent.state import MAX_GOAL_CHARS
 from agent.tools.filesystem import vfs_tools
-from agent.vfs.entries import MAX_FILE_BYTES, MAX_FILES, MAX_PATH_CHARS, PathError, Workspace
+from agent.vfs.entries import MAX_FILE_BYTES, MAX_FILES, PathError, Workspace
+from agent.vfs.paths import MAX_PATH_CHARS
 from tests.fakes import (
     END,
     call_tool,

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from agent.plan.validation import parse_plan
-from agent.vfs.entries import MAX_FILE_BYTES, MAX_PATH_CHARS, file_entry, summarize_files
+from agent.vfs.entries import MAX_FILE_BYTES, file_entry, summarize_files
 from agent.vfs.host_disk import MAX_SCANNED, load_files
 from agent.vfs.origin import keep_origin, planner_view, taken_in, user_paths
+from agent.vfs.paths import MAX_PATH_CHARS
 from agent.vfs.user_files import (
     MAX_USER_BYTES,
     MAX_USER_FILES,
