@@ -147,3 +147,37 @@ def test_deepagents_file_entries_and_plain_text_are_both_read_back():
     }
     assert returned_files(entries) == {"a.md": "# A\nline", "b.md": "# B\n"}
     assert returned_files(None) == {}
+
+
+def test_after_a_graph_raised_the_thread_resumes_and_the_step_runs_again():
+    calls: list[int] = []
+
+    def flaky(state: MessagesState) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) <= 2:  # its step fails twice: the run asks the user
+            raise RuntimeError("the analyst's database is down")
+        return {"messages": [AIMessage("# Findings\nSales rose 4%.\n")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("flaky", flaky)
+    builder.add_edge(START, "flaky")
+    roles = models(
+        [],
+        planner=ScriptedChatModel(responder=lambda messages: {"steps": PLAN}),
+        reflection=ScriptedChatModel(responder=lambda messages: END),
+    )
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": builder.compile()}
+    graph = build_graph(
+        models=roles, checkpointer=InMemorySaver(), subagents=[spec], retry_policy=None
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    paused = graph.invoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+    assert paused["status"] == "awaiting_input"
+    assert "the analyst's database is down" in paused["escalation"]["question"]
+    assert "findings.md" not in paused["files"]
+
+    state = graph.invoke(Command(resume="the database is back"), config, context=ctx())
+    assert state["status"] == "success"
+    assert state["files"]["findings.md"]["content"] == "# Findings\nSales rose 4%.\n"
+    errors = [e for e in state["trajectory"] if e["action"] == "error"]
+    assert len(errors) == 2  # the failed attempts are kept in the record
