@@ -4,6 +4,7 @@ any step's output, and a graph that raises fails its step with the error, not th
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from langgraph.types import Command, interrupt
 
 from agent import ScriptedChatModel, build_graph
 from agent.errors import ConfigError
-from tests.fakes import END, ctx, models, step
+from tests.fakes import END, ctx, models, sqlite_graph, step
 
 PLAN = [
     step("S1", "findings.md", action="analyst", check={"kind": "contains", "all": ["Findings"]})
@@ -181,3 +182,44 @@ def test_after_a_graph_raised_the_thread_resumes_and_the_step_runs_again():
     assert state["files"]["findings.md"]["content"] == "# Findings\nSales rose 4%.\n"
     errors = [e for e in state["trajectory"] if e["action"] == "error"]
     assert len(errors) == 2  # the failed attempts are kept in the record
+
+
+def asking_graph():
+    """A graph that asks the user a region, then answers with the findings."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        region = interrupt({"question": "Which region?"})
+        return {"messages": [AIMessage(f"# Findings\nRegion {region} rose 4%.\n")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    return builder.compile()
+
+
+def test_on_the_clis_sync_sqlite_checkpointer_a_graph_step_pauses_and_resumes(tmp_path):
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(PLAN, [END]), subagents=[spec])
+    config = {"configurable": {"thread_id": "t"}}
+    with conn:
+        paused = graph.invoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+        assert paused["status"] == "running"  # the subgraph's interrupt holds the thread
+        tasks = graph.get_state(config, subgraphs=True).tasks
+        assert [i.value for t in tasks for i in t.interrupts] == [{"question": "Which region?"}]
+        state = graph.invoke(Command(resume="north"), config, context=ctx())
+    assert state["status"] == "success"
+    assert "Region north" in state["files"]["findings.md"]["content"]
+
+
+def test_under_ainvoke_the_graph_is_awaited_and_its_interrupt_resumes_too():
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph = build_graph(models=models(PLAN, [END]), checkpointer=InMemorySaver(), subagents=[spec])
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def both_turns():
+        await graph.ainvoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+        return await graph.ainvoke(Command(resume="south"), config, context=ctx())
+
+    state = asyncio.run(both_turns())
+    assert state["status"] == "success"
+    assert "Region south" in state["files"]["findings.md"]["content"]
