@@ -106,14 +106,7 @@ def test_a_graph_that_raises_fails_its_step_with_the_error_not_the_run():
 
 
 def test_an_interrupt_inside_the_graph_pauses_the_thread_and_the_answer_resumes_it():
-    def ask(state: MessagesState) -> dict[str, Any]:
-        region = interrupt({"question": "Which region?"})
-        return {"messages": [AIMessage(f"# Findings\nRegion {region} rose 4%.\n")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    graph, _, config = run_with(builder.compile())
+    graph, _, config = run_with(asking_graph())
     paused = graph.get_state(config, subgraphs=True)
     assert [i.value for t in paused.tasks for i in t.interrupts] == [{"question": "Which region?"}]
     state = graph.invoke(Command(resume="north"), config, context=ctx())
