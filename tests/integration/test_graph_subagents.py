@@ -15,7 +15,7 @@ from langgraph.graph import END as GRAPH_END
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
-from agent import ScriptedChatModel, build_graph
+from agent import ScriptedChatModel, build_graph, resume, run
 from agent.errors import ConfigError
 from tests.fakes import END, ctx, models, sqlite_graph, step
 
@@ -216,3 +216,36 @@ def test_under_ainvoke_the_graph_is_awaited_and_its_interrupt_resumes_too():
     state = asyncio.run(both_turns())
     assert state["status"] == "success"
     assert "Region south" in state["files"]["findings.md"]["content"]
+
+
+def test_run_and_resume_show_the_graphs_question_and_take_its_answer(tmp_path):
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(PLAN, [END]), subagents=[spec])
+    with conn:
+        paused = run(graph, "Analyse it", context=ctx())
+        assert (paused["status"], paused["stop_reason"]) == ("awaiting_input", "subagent_asked")
+        assert paused["escalation"]["question"] == "Which region?"
+        assert paused["message"] == "Which region?"
+        again = resume(graph, paused["thread_id"])  # no answer: it asks again
+        assert again["escalation"]["question"] == "Which region?"
+        done = resume(graph, paused["thread_id"], "north")
+    assert (done["status"], done["stop_reason"]) == ("success", "end")
+    assert done["artifacts"]["findings.md"]["status"] == "done"
+
+
+def test_two_graph_steps_asking_at_once_are_answered_one_at_a_time(tmp_path):
+    plan = [
+        step("S1", "north.md", action="analyst", check={"kind": "contains", "all": ["Findings"]}),
+        step("S2", "south.md", action="analyst", check={"kind": "contains", "all": ["Findings"]}),
+    ]
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(plan, [END]), subagents=[spec])
+    with conn:
+        first = run(graph, "Analyse both", context=ctx())
+        second = resume(graph, first["thread_id"], "north")
+        assert second["stop_reason"] == "subagent_asked"  # the other step still asks
+        done = resume(graph, first["thread_id"], "south")
+        files = graph.get_state({"configurable": {"thread_id": first["thread_id"]}}).values["files"]
+    assert done["status"] == "success"
+    regions = {files[p]["content"].split()[3] for p in ("north.md", "south.md")}
+    assert regions == {"north", "south"}
