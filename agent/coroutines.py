@@ -20,7 +20,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from langgraph._internal._runnable import RunnableCallable
 
-__all__ = ["both_ways", "maybe_await", "run_sync", "synced"]
+__all__ = ["both_ways", "called_sync", "maybe_await", "run_sync", "synced"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -28,6 +28,16 @@ P = ParamSpec("P")
 _LOOP: asyncio.AbstractEventLoop | None = None
 _LOOP_THREAD: threading.Thread | None = None
 _LOCK = threading.Lock()
+_SYNC_CALLER: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "deepreflect_sync_caller", default=False
+)
+
+
+def called_sync() -> bool:
+    """Whether the running coroutine serves a sync caller (``graph.invoke``): a graph it
+    calls in turn is called sync too, as LangGraph calls a subgraph, since the caller's
+    checkpointer may have no async methods (``SqliteSaver``, ``PostgresSaver``)."""
+    return _SYNC_CALLER.get()
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:
@@ -101,7 +111,11 @@ def synced(afunc: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
     @functools.wraps(afunc)
     def func(*args: P.args, **kwargs: P.kwargs) -> T:
-        return run_sync(afunc(*args, **kwargs))
+        token = _SYNC_CALLER.set(True)
+        try:
+            return run_sync(afunc(*args, **kwargs))
+        finally:
+            _SYNC_CALLER.reset(token)
 
     return func
 

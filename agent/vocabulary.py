@@ -55,6 +55,9 @@ class StopReason(StrEnum):
     """The planner's or reflection's model kept failing with transient errors (a provider
     down or rate-limited) through every retry: the thread waits for a human to retry."""
     AWAITING_APPROVAL = "awaiting_approval"
+    SUBAGENT_ASKED = "subagent_asked"
+    """A subagent's own graph (``{"graph": ...}``) or one of its tools paused on
+    ``interrupt()``: its value is the question, and the answer resumes it."""
     UNVERIFIED = "unverified"
     """Every artifact passed its check, but no check ran some function the checks say is
     defined (the goal gave no example of it): a human accepts the work or gives examples."""

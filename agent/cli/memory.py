@@ -66,12 +66,15 @@ def cmd_memory(args: argparse.Namespace, console: Console) -> int:
     from agent.store.checkpointers import db_location
     from agent.store.memories import memory_namespace, open_memory_store
 
+    user = (args.user or login_name()).strip()
     if args.assistant:
         namespace = memory_namespace("assistant", None, {"assistant_id": args.assistant})
     else:
-        namespace = memory_namespace("user", args.user or login_name(), {})
-    assert namespace is not None
-    owner = f"assistant {args.assistant}" if args.assistant else f"user {namespace[-1]}"
+        namespace = memory_namespace("user", user, {})
+    if namespace is None:  # a blank --user or --assistant
+        console.print(line(("invalid input", "red"), ": name a user or an assistant"))
+        return 2
+    owner = f"assistant {args.assistant}" if args.assistant else f"user {user}"
     with open_memory_store(db_location(args.db)) as store:
         if args.action == "ls":
             items = sorted(store.search(namespace, limit=1000), key=lambda i: i.key)

@@ -8,11 +8,14 @@ whose ``content`` is text or a list of lines) written through the step's workspa
 write scope and bounds hold; else its last message, the artifact's whole content (one code
 fence around it is taken off). The draft is then checked like any other step's. An error
 the graph raises fails the step with that error; an ``interrupt()`` inside it pauses the
-thread as LangGraph pauses a parent graph for its subgraph.
+thread as LangGraph pauses a parent graph for its subgraph. It is called as the thread was:
+``invoke`` under ``graph.invoke`` (whose checkpointer, the CLI's SQLite one, may have no
+async methods), ``ainvoke`` under ``ainvoke`` and on a server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +25,7 @@ from langchain_core.runnables import Runnable
 
 from agent.controller.prompting import feedback_evidence
 from agent.controller.records import StepRecords
+from agent.coroutines import called_sync
 from agent.prompts import render
 from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import PathError, Workspace
@@ -49,7 +53,11 @@ async def graph_draft(
         feedback=render("subagent_graph_feedback", evidence=evidence) if evidence else "",
         inputs=", ".join(sorted(readable)) or "(none)",
     )
-    result = await graph.ainvoke({"messages": [HumanMessage(text)], "files": readable})
+    given = {"messages": [HumanMessage(text)], "files": readable}
+    if called_sync():  # under invoke the thread's checkpointer may be sync only
+        result = await asyncio.to_thread(graph.invoke, given)
+    else:
+        result = await graph.ainvoke(given)
     state = result if isinstance(result, Mapping) else {}
     messages = [m for m in state.get("messages") or [] if isinstance(m, BaseMessage)]
     kept, refused = [], {}

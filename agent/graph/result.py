@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from typing_extensions import TypedDict
 
 from agent.plan.progress import is_done
-from agent.vfs.quoting import screen_text
+from agent.vfs.quoting import clean_text, screen_text
 from agent.vocabulary import WAITING, FileStatus, Status, StopReason
 
 
@@ -58,6 +58,40 @@ def failure_fix(state: Mapping[str, Any], decision: Mapping[str, Any]) -> str:
 
 REASON_CHARS = 1000
 """Characters of a failed run's reason shown."""
+
+
+SUBAGENT_KIND = "subagent"
+"""``escalation.kind`` of a question a subagent's own graph asked."""
+QUESTION_CHARS = 2000
+"""Characters of a subagent graph's interrupt value shown as its question."""
+
+
+def with_subagent_question(values: Mapping[str, Any], interrupts: Sequence[Any]) -> dict[str, Any]:
+    """``values`` of a thread paused inside a subagent's own graph (or a tool of its) as the
+    thread of a paused run: awaiting input, the first pending interrupt's value as the
+    question. That ``interrupt()`` is not one of ours, so the state records no pause; a
+    thread that records one, or has no interrupt pending, is returned as it is."""
+    status = values.get("status") or Status.RUNNING.value
+    if status in WAITING or not interrupts:
+        return dict(values)
+    first = interrupts[0]
+    value = getattr(first, "value", first)
+    question = value.get("question") if isinstance(value, Mapping) else value
+    if not isinstance(question, str):
+        question = json.dumps(value, default=str, ensure_ascii=False)
+    escalation = {
+        "kind": SUBAGENT_KIND,
+        "question": clean_text(question, QUESTION_CHARS),
+        "reason": "a subagent's graph or tool asked the user",
+        "interrupt_id": getattr(first, "id", None),
+        "value": value,
+    }
+    return {
+        **values,
+        "status": Status.AWAITING_INPUT.value,
+        "stop_reason": StopReason.SUBAGENT_ASKED.value,
+        "escalation": escalation,
+    }
 
 
 def failure_text(state: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.events import is_progress
-from agent.graph.result import Result
+from agent.graph.result import SUBAGENT_KIND, Result
 from agent.vfs.quoting import screen_text, strip_invisible
 from agent.vocabulary import WAITING, Decision, FileStatus, Status, StopReason
 
@@ -187,12 +187,9 @@ def print_result(console: Console, result: Result) -> None:
                 console.print(line(f"  - {label}"))
             console.print()
             console.print(line(f'answer with: deepreflect resume {thread_id} "<answer>"'))
-            if any(info["status"] != "missing" for info in result["artifacts"].values()):
-                console.print(
-                    line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)")
-                )
-            else:  # nothing was written: there is nothing to accept
-                console.print(line(f"     or stop: deepreflect resume {thread_id} --stop"))
+            # a subagent's own graph takes the answer as it is: it knows no accept or stop
+            if escalation.get("kind") != SUBAGENT_KIND:
+                _print_accept_or_stop(console, result, thread_id)
     for issue in result["open_issues"][:5]:
         evidence = _short(issue.get("evidence", ""))
         console.print(line("  ", ("open", "red"), f" {issue.get('step_id')}: {evidence}"))
@@ -257,3 +254,11 @@ def _human_answers(messages: list[Any]) -> list[str]:
             out.append(str(content)[:300])
         after_ai = kind == "ai"
     return out
+
+
+def _print_accept_or_stop(console: Console, result: Result, thread_id: str | None) -> None:
+    """The other answers to an escalation: accept what is written (if anything is), or stop."""
+    if any(info["status"] != "missing" for info in result["artifacts"].values()):
+        console.print(line(f"   or accept: deepreflect resume {thread_id} --accept  (or --stop)"))
+    else:  # nothing was written: there is nothing to accept
+        console.print(line(f"     or stop: deepreflect resume {thread_id} --stop"))

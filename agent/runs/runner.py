@@ -19,7 +19,7 @@ from langgraph.types import Command, StateSnapshot
 from agent.context import Context, as_context
 from agent.errors import ConfigError
 from agent.graph.build import check_context
-from agent.graph.result import Result, build_result
+from agent.graph.result import SUBAGENT_KIND, Result, build_result, with_subagent_question
 from agent.reflection.answers import parse_answer
 from agent.state import bounded_message
 from agent.store.checkpointers import db_location, open_checkpointer
@@ -39,8 +39,19 @@ def thread_config(thread_id: str) -> RunnableConfig:
 
 def result_of(graph: Graph, thread_id: str) -> Result:
     """The thread's current :class:`Result`."""
-    snapshot = graph.get_state(thread_config(thread_id))
-    return build_result(snapshot.values, thread_id)
+    return _snapshot_result(graph.get_state(thread_config(thread_id)), thread_id)
+
+
+def _snapshot_result(snapshot: StateSnapshot, thread_id: str) -> Result:
+    """The :class:`Result` of a thread's snapshot, a pause inside a subagent's own graph
+    included."""
+    return build_result(_thread_values(snapshot), thread_id)
+
+
+def _thread_values(snapshot: StateSnapshot) -> dict[str, Any]:
+    """The thread's values as a caller reads them: paused, with the question, while a
+    subagent's own graph waits on ``interrupt()`` (``with_subagent_question``)."""
+    return with_subagent_question(snapshot.values or {}, snapshot.interrupts)
 
 
 OnUpdate = Callable[[str, dict[str, Any]], None]
@@ -110,8 +121,7 @@ async def _astream(
     config = thread_config(thread_id)
     async for chunk in graph.astream(payload, config, context=context, **STREAM_OPTIONS):
         _reported(chunk, lease, on_update)
-    snapshot = await graph.aget_state(config)
-    return build_result(snapshot.values, thread_id)
+    return _snapshot_result(await graph.aget_state(config), thread_id)
 
 
 def _reported(chunk: Mapping[str, Any], lease: Lease, on_update: OnUpdate | None) -> None:
@@ -236,14 +246,14 @@ def _resumed(
     context: Context | Mapping[str, Any] | None,
 ) -> tuple[Any, Context]:
     """What resuming the thread sends, and with which Context (given, else the stored one)."""
-    values = snapshot.values
-    if not values:
+    if not snapshot.values:
         msg = f"thread {thread_id!r} does not exist"
         raise ConfigError(msg)
+    values = _thread_values(snapshot)
     refusal = answer_refusal(thread_id, str(values.get("status") or Status.RUNNING))
     if answer is not None and refusal:
         raise NotAwaitingAnswer(refusal)
-    payload = _resume_payload(snapshot, thread_id, answer)
+    payload = _resume_payload(snapshot, values, thread_id, answer)
     ctx = _ctx(context) if context is not None else _context_in(values)
     return payload, ctx or Context()
 
@@ -262,13 +272,19 @@ def _checkpointer_of(graph: Graph) -> Any:
 
 
 def _resume_payload(
-    snapshot: StateSnapshot, thread_id: str, answer: str | Mapping[str, Any] | None
+    snapshot: StateSnapshot,
+    values: Mapping[str, Any],
+    thread_id: str,
+    answer: str | Mapping[str, Any] | None,
 ) -> Any:
     """Text goes in as a new message (cut like any message when oversized); an action resumes
-    the pending interrupt; nothing continues the thread as it is."""
+    the pending interrupt; nothing continues the thread as it is. A subagent's own graph
+    gets the answer, whatever it is, as its interrupt's value."""
     if answer is None:
         return None
-    pending = snapshot.values.get("escalation") or {}
+    pending = values.get("escalation") or {}
+    if pending.get("kind") == SUBAGENT_KIND:
+        return Command(resume={pending["interrupt_id"]: answer})
     if pending.get("kind") == "approval":
         if (decided := _decisions(snapshot, answer)) is not None:
             return decided

@@ -65,7 +65,14 @@ def memory_namespace(
         return None
     if not isinstance(owner, str) or not owner.strip():
         return None
-    return (NAMESPACE_ROOT, scope, owner.strip())
+    return (NAMESPACE_ROOT, scope, owner_label(owner.strip()))
+
+
+def owner_label(owner: str) -> str:
+    """``owner`` as a store namespace label. LangGraph's stores refuse a label with a period
+    (an e-mail address, ``../bob``) or a NUL, so those and ``%`` are percent-encoded: every
+    owner gets a label, and no two owners share one."""
+    return owner.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
 
 
 async def load_memories(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, str]:

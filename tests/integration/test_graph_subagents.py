@@ -4,6 +4,7 @@ any step's output, and a graph that raises fails its step with the error, not th
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,9 +15,9 @@ from langgraph.graph import END as GRAPH_END
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
-from agent import ScriptedChatModel, build_graph
+from agent import ScriptedChatModel, build_graph, resume, run
 from agent.errors import ConfigError
-from tests.fakes import END, ctx, models, step
+from tests.fakes import END, ctx, models, sqlite_graph, step
 
 PLAN = [
     step("S1", "findings.md", action="analyst", check={"kind": "contains", "all": ["Findings"]})
@@ -105,14 +106,7 @@ def test_a_graph_that_raises_fails_its_step_with_the_error_not_the_run():
 
 
 def test_an_interrupt_inside_the_graph_pauses_the_thread_and_the_answer_resumes_it():
-    def ask(state: MessagesState) -> dict[str, Any]:
-        region = interrupt({"question": "Which region?"})
-        return {"messages": [AIMessage(f"# Findings\nRegion {region} rose 4%.\n")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    graph, _, config = run_with(builder.compile())
+    graph, _, config = run_with(asking_graph())
     paused = graph.get_state(config, subgraphs=True)
     assert [i.value for t in paused.tasks for i in t.interrupts] == [{"question": "Which region?"}]
     state = graph.invoke(Command(resume="north"), config, context=ctx())
@@ -147,3 +141,111 @@ def test_deepagents_file_entries_and_plain_text_are_both_read_back():
     }
     assert returned_files(entries) == {"a.md": "# A\nline", "b.md": "# B\n"}
     assert returned_files(None) == {}
+
+
+def test_after_a_graph_raised_the_thread_resumes_and_the_step_runs_again():
+    calls: list[int] = []
+
+    def flaky(state: MessagesState) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) <= 2:  # its step fails twice: the run asks the user
+            raise RuntimeError("the analyst's database is down")
+        return {"messages": [AIMessage("# Findings\nSales rose 4%.\n")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("flaky", flaky)
+    builder.add_edge(START, "flaky")
+    roles = models(
+        [],
+        planner=ScriptedChatModel(responder=lambda messages: {"steps": PLAN}),
+        reflection=ScriptedChatModel(responder=lambda messages: END),
+    )
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": builder.compile()}
+    graph = build_graph(
+        models=roles, checkpointer=InMemorySaver(), subagents=[spec], retry_policy=None
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    paused = graph.invoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+    assert paused["status"] == "awaiting_input"
+    assert "the analyst's database is down" in paused["escalation"]["question"]
+    assert "findings.md" not in paused["files"]
+
+    state = graph.invoke(Command(resume="the database is back"), config, context=ctx())
+    assert state["status"] == "success"
+    assert state["files"]["findings.md"]["content"] == "# Findings\nSales rose 4%.\n"
+    errors = [e for e in state["trajectory"] if e["action"] == "error"]
+    assert len(errors) == 2  # the failed attempts are kept in the record
+
+
+def asking_graph():
+    """A graph that asks the user a region, then answers with the findings."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        region = interrupt({"question": "Which region?"})
+        return {"messages": [AIMessage(f"# Findings\nRegion {region} rose 4%.\n")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    return builder.compile()
+
+
+def test_on_the_clis_sync_sqlite_checkpointer_a_graph_step_pauses_and_resumes(tmp_path):
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(PLAN, [END]), subagents=[spec])
+    config = {"configurable": {"thread_id": "t"}}
+    with conn:
+        paused = graph.invoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+        assert paused["status"] == "running"  # the subgraph's interrupt holds the thread
+        tasks = graph.get_state(config, subgraphs=True).tasks
+        assert [i.value for t in tasks for i in t.interrupts] == [{"question": "Which region?"}]
+        state = graph.invoke(Command(resume="north"), config, context=ctx())
+    assert state["status"] == "success"
+    assert "Region north" in state["files"]["findings.md"]["content"]
+
+
+def test_under_ainvoke_the_graph_is_awaited_and_its_interrupt_resumes_too():
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph = build_graph(models=models(PLAN, [END]), checkpointer=InMemorySaver(), subagents=[spec])
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def both_turns():
+        await graph.ainvoke({"messages": [("user", "Analyse it")]}, config, context=ctx())
+        return await graph.ainvoke(Command(resume="south"), config, context=ctx())
+
+    state = asyncio.run(both_turns())
+    assert state["status"] == "success"
+    assert "Region south" in state["files"]["findings.md"]["content"]
+
+
+def test_run_and_resume_show_the_graphs_question_and_take_its_answer(tmp_path):
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(PLAN, [END]), subagents=[spec])
+    with conn:
+        paused = run(graph, "Analyse it", context=ctx())
+        assert (paused["status"], paused["stop_reason"]) == ("awaiting_input", "subagent_asked")
+        assert paused["escalation"]["question"] == "Which region?"
+        assert paused["message"] == "Which region?"
+        again = resume(graph, paused["thread_id"])  # no answer: it asks again
+        assert again["escalation"]["question"] == "Which region?"
+        done = resume(graph, paused["thread_id"], "north")
+    assert (done["status"], done["stop_reason"]) == ("success", "end")
+    assert done["artifacts"]["findings.md"]["status"] == "done"
+
+
+def test_two_graph_steps_asking_at_once_are_answered_one_at_a_time(tmp_path):
+    plan = [
+        step("S1", "north.md", action="analyst", check={"kind": "contains", "all": ["Findings"]}),
+        step("S2", "south.md", action="analyst", check={"kind": "contains", "all": ["Findings"]}),
+    ]
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(plan, [END]), subagents=[spec])
+    with conn:
+        first = run(graph, "Analyse both", context=ctx())
+        second = resume(graph, first["thread_id"], "north")
+        assert second["stop_reason"] == "subagent_asked"  # the other step still asks
+        done = resume(graph, first["thread_id"], "south")
+        files = graph.get_state({"configurable": {"thread_id": first["thread_id"]}}).values["files"]
+    assert done["status"] == "success"
+    regions = {files[p]["content"].split()[3] for p in ("north.md", "south.md")}
+    assert regions == {"north", "south"}

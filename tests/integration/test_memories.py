@@ -8,19 +8,16 @@ import sqlite3
 import uuid
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.sqlite import SqliteStore
 
 from agent import build_graph
-from agent.models.scripted import tool_call
 from agent.store.memories import NAMESPACE_ROOT
 from tests.fakes import END, ctx, models, step
+from tests.served_graphs import CONVENTIONS, NOTE, reading, remembering
 
 pytest_plugins = ["tests.postgres"]
-
-CONVENTIONS = "# Conventions\nReports use British spelling.\n"
-NOTE = "memories/conventions.md"
 
 
 def store(tmp_path) -> SqliteStore:
@@ -29,29 +26,6 @@ def store(tmp_path) -> SqliteStore:
     memory = SqliteStore(conn)
     memory.setup()
     return memory
-
-
-def remembering(messages, metadata):
-    """A subagent that notes a convention for later threads, then writes its report."""
-    if isinstance(messages[-1], ToolMessage):
-        return "written"
-    calls = [
-        {"name": "write_file", "args": {"path": NOTE, "content": CONVENTIONS}, "id": "m1"},
-        {"name": "write_file", "args": {"path": "report.md", "content": "# Report\n"}, "id": "r"},
-    ]
-    from langchain_core.messages import AIMessage
-
-    return AIMessage("", tool_calls=calls)  # both files in one answer
-
-
-def reading(messages, metadata):
-    """A subagent that reads the memory (if it can) into its report."""
-    last = messages[-1]
-    if isinstance(last, ToolMessage) and last.name == "read_file":
-        return tool_call("write_file", path="report.md", content=f"# Report\n{last.content}")
-    if isinstance(last, ToolMessage):
-        return "written"
-    return tool_call("read_file", path=NOTE)
 
 
 PLAN = [step("S1", "report.md", check={"kind": "contains", "all": ["Report"]})]
@@ -155,3 +129,71 @@ def test_memories_in_a_postgres_store_reach_the_next_thread_of_the_same_user(pos
         other, _ = thread(memory, reading, "pg3", user=f"{user}-other")
     assert "British spelling" in second["files"]["report.md"]["content"]
     assert NOTE not in other["files"]
+
+
+def writing(path: str):
+    """A subagent that writes ``path`` as a memory besides its report."""
+
+    def subagent(messages):
+        if isinstance(messages[-1], ToolMessage):
+            return "written"
+        report = {"path": "report.md", "content": "# Report\n"}
+        calls = [
+            {"name": "write_file", "args": {"path": path, "content": "# mine\n"}, "id": "m1"},
+            {"name": "write_file", "args": report, "id": "r"},
+        ]
+        return AIMessage("", tool_calls=calls)
+
+    return subagent
+
+
+def test_a_memory_path_that_climbs_out_is_a_tool_error_and_reaches_no_other_namespace(tmp_path):
+    memory = store(tmp_path)
+    climbing = f"memories/../../{NAMESPACE_ROOT}/user/bob/conventions.md"
+    state, _ = thread(memory, writing(climbing), "t1", user="alice")
+    assert state["status"] == "success"  # the step went on and wrote its report
+    (event,) = [e for e in state["trajectory"] if (e.get("params") or {}).get("path") == climbing]
+    assert event["observation"].startswith("invalid_input:") and "'..'" in event["observation"]
+    assert memory.search((NAMESPACE_ROOT,)) == []
+
+
+def test_another_users_name_inside_a_memory_path_stays_in_the_writers_namespace(tmp_path):
+    memory = store(tmp_path)
+    thread(memory, writing("memories/user/bob/conventions.md"), "t1", user="alice")
+    assert [i.key for i in memory.search((NAMESPACE_ROOT, "user", "alice"))] == [
+        "user/bob/conventions.md"
+    ]
+    assert memory.search((NAMESPACE_ROOT, "user", "bob")) == []
+    bobs, _ = thread(memory, reading, "t2", user="bob")
+    assert not any(path.startswith("memories/") for path in bobs["files"])
+
+
+@pytest.mark.parametrize("other", ["../alice", "alice/..", ".alice", "alice%2E"])
+def test_a_user_id_with_periods_keeps_its_own_memories_and_reaches_no_one_elses(tmp_path, other):
+    memory = store(tmp_path)
+    email = "alice@example.com"  # LangGraph's stores refuse a period in a namespace label
+    first, _ = thread(memory, remembering, "t1", user=email)
+    assert first["status"] == "success"
+    second, _ = thread(memory, reading, "t2", user=email)
+    assert "British spelling" in second["files"]["report.md"]["content"]
+    thread(memory, remembering, "t3", user="alice")
+    tricked, _ = thread(memory, reading, "t4", user=other)
+    assert tricked["status"] == "success" and NOTE not in tricked["files"]
+
+
+def test_the_cli_finds_the_memories_of_a_user_named_by_an_email_address(tmp_path):
+    from agent.store.memories import memory_namespace, open_memory_store
+    from tests.fakes import cli
+
+    db = tmp_path / "threads.sqlite"
+    namespace = memory_namespace("user", "alice@example.com", {})
+    assert namespace is not None
+    with open_memory_store(str(db)) as memory:
+        memory.put(namespace, "conventions.md", {"content": CONVENTIONS})
+    listed = cli("memory", "ls", "--user", "alice@example.com", db=db)
+    assert listed.returncode == 0 and "memories/conventions.md" in listed.stdout
+    assert "no memories for user alice@example.org" in (
+        cli("memory", "ls", "--user", "alice@example.org", db=db).stdout
+    )
+    blank = cli("memory", "ls", "--user", " ", db=db)
+    assert blank.returncode == 2 and "name a user or an assistant" in blank.stdout
