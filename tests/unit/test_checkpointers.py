@@ -69,6 +69,7 @@ def test_the_delta_keys_read_without_the_graph_are_the_states_with_the_same_redu
         assert reducer(base, writes) == channels[key].reducer(base, writes), key
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 @pytest.mark.parametrize("scenario", ["demo", "escalation", "depth-cap", "replan"])
 def test_a_thread_read_without_the_graph_has_the_graphs_values(scenario, tmp_path):
     db = str(tmp_path / "t.sqlite")
@@ -79,6 +80,7 @@ def test_a_thread_read_without_the_graph_has_the_graphs_values(scenario, tmp_pat
         assert thread_values(saver, "no-such-thread") is None
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_plain_serializer_leaves_messages_as_their_fields_and_the_rest_as_is(tmp_path):
     db = str(tmp_path / "t.sqlite")
     _demo(db, "demo", "t")
@@ -173,6 +175,7 @@ async def _ainvoke(db: str, thread_id: str) -> dict[str, Any]:
         )
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_an_async_sqlite_checkpointer_runs_the_demo_on_a_real_file(tmp_path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
