@@ -125,4 +125,3 @@ class BothWays(Runnable[Any, Any]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self.afunc(input, get_runtime())
-

@@ -29,8 +29,6 @@ KNOWN = {
     ("agent/graph/inputs.py", "langgraph.pregel._read.ChannelRead"),
     # the running thread's checkpointer, so the journal lives beside its checkpoints
     ("agent/graph/subagent.py", "langgraph.constants.CONFIG_KEY_CHECKPOINTER"),
-    # a DeltaChannel snapshot read back without the graph (the channel is beta in LangGraph)
-    ("agent/store/threads.py", "langgraph.checkpoint.serde.types._DeltaSnapshot"),
 }
 
 
