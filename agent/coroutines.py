@@ -18,9 +18,10 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.runtime import Runtime, get_runtime
 
-__all__ = ["both_ways", "called_sync", "maybe_await", "run_sync", "synced"]
+__all__ = ["BothWays", "called_sync", "maybe_await", "run_sync", "synced"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -120,8 +121,25 @@ def synced(afunc: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     return func
 
 
-def both_ways(afunc: Callable[P, Coroutine[Any, Any, T]], name: str) -> RunnableCallable:
-    """A graph node from a coroutine function: awaited under ``ainvoke``/``astream``, run on
-    the background loop under ``invoke``/``stream``. LangGraph injects ``runtime`` (and
-    the other keyword arguments it knows) from the signature, which the sync side keeps."""
-    return RunnableCallable(synced(afunc), afunc, name=name, trace=False)
+class BothWays(Runnable[Any, Any]):
+    """A graph node from a coroutine function of ``(state, runtime)``: awaited under
+    ``ainvoke``/``astream``, run on the background loop under ``invoke``/``stream``.
+
+    A plain ``Runnable`` rather than a ``RunnableLambda``: LangGraph already traces the node
+    as one run, and a lambda would nest a second run of the same name inside it. The runtime
+    comes from ``get_runtime``, which reads the running task's config on either side
+    (``run_sync`` keeps the caller's context)."""
+
+    def __init__(self, afunc: Callable[[Any, Runtime[Any]], Coroutine[Any, Any, Any]], name: str):
+        self.afunc = afunc
+        self.name = name
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        token = _SYNC_CALLER.set(True)  # a graph the node calls is called sync too
+        try:
+            return run_sync(self.ainvoke(input, config))
+        finally:
+            _SYNC_CALLER.reset(token)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self.afunc(input, get_runtime())

@@ -31,7 +31,7 @@ from langgraph.types import RetryPolicy
 from agent.checks.databases import DatabaseError, declare_databases
 from agent.context import Context
 from agent.controller.subagents import SubAgent, build_registry
-from agent.coroutines import both_ways
+from agent.coroutines import BothWays
 from agent.errors import ConfigError, is_transient
 from agent.graph.escalate import escalate
 from agent.graph.finalize import finalize
@@ -193,19 +193,19 @@ def wire(
     # background loop by invoke/stream (agent.coroutines), so both work with the same code.
     builder.add_node(
         "planner",
-        both_ways(planner.node, "planner"),
+        BothWays(planner.node, "planner"),
         retry_policy=retry_policy,
         destinations=PLANNER_DESTINATIONS,  # subagent (Send), reflection, escalate, finalize
     )
     builder.add_node(
         "subagent",
-        both_ways(subagent.node, "subagent"),
+        BothWays(subagent.node, "subagent"),
         input_schema=SubagentTask,
         retry_policy=retry_policy,
     )
     builder.add_node(
         "reflection",
-        both_ways(reflection.node, "reflection"),
+        BothWays(reflection.node, "reflection"),
         retry_policy=retry_policy,
         destinations=REFLECTION_DESTINATIONS,  # planner, escalate, finalize
     )

@@ -57,7 +57,6 @@ def plain_serde() -> SerializerProtocol:
     ``Send``, ``Interrupt``) are left as their stored fields: the read-only commands use
     neither, and reviving them would import most of LangChain (a second, for ``show``)."""
     from langgraph.checkpoint.serde import jsonplus
-    from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
     fallback = jsonplus.JsonPlusSerializer()._unpack_ext_hook
     objects = (
@@ -70,7 +69,7 @@ def plain_serde() -> SerializerProtocol:
 
     def hook(code: int, data: bytes) -> Any:
         if code == jsonplus.EXT_DELTA_SNAPSHOT:
-            return _DeltaSnapshot(_unpack(data))
+            return Snapshot(_unpack(data))
         if code in objects:
             module, _, fields = _unpack(data)[:3]
             if str(module).startswith(("langgraph.", "langchain_core.")):
@@ -82,6 +81,13 @@ def plain_serde() -> SerializerProtocol:
 
     _NON_STR_KEYS = jsonplus.ormsgpack.OPT_NON_STR_KEYS
     return jsonplus.JsonPlusSerializer(__unpack_ext_hook__=hook)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A ``DeltaChannel`` snapshot as :func:`plain_serde` decodes it: its value, unrevived."""
+
+    value: Any
 
 
 def thread_config(thread_id: str) -> dict[str, Any]:
@@ -118,19 +124,21 @@ def _delta_value(
     """What ``DeltaChannel(reducer)`` holds: its stored snapshot, or the nearest one (the
     seed) with the writes after it replayed, or nothing (empty)."""
     if key not in histories:
-        return _seed(stored.get(key), kind)
+        return _seed(stored.get(key), reducer, kind)
     history = histories[key]
-    base = _seed(history.get("seed"), kind)
+    base = _seed(history.get("seed"), reducer, kind)
     writes = [value for _, _, value in history["writes"]]
     return reducer(base, writes) if writes else base
 
 
-def _seed(value: Any, kind: type) -> Any:
-    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+def _seed(value: Any, reducer: Callable[[Any, Sequence[Any]], Any], kind: type) -> Any:
+    """A stored DeltaChannel value (a snapshot, an older plain value, or nothing) as the
+    channel reads it back: LangGraph's own ``from_checkpoint`` unwraps its snapshots."""
+    if isinstance(value, Snapshot):
+        return value.value
+    from langgraph.channels.delta import DeltaChannel
 
-    if value is None:
-        return kind()
-    return value.value if isinstance(value, _DeltaSnapshot) else value
+    return DeltaChannel(reducer, kind).from_checkpoint(value).get()
 
 
 def shown_status(saver: BaseCheckpointSaver, thread_id: str, status: str | None) -> str:

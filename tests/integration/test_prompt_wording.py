@@ -95,7 +95,15 @@ def test_every_prompt_file_is_reworded_and_keeps_its_placeholders(reworded):
     assert '{"decoy": true}' in rendered
 
 
-@pytest.mark.parametrize("name", ["demo", "happy", "replan", "depth-cap"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("demo", marks=pytest.mark.slow),
+        "happy",
+        "replan",
+        "depth-cap",
+    ],  # demo: pytest checks
+)
 def test_each_scripted_scenario_ends_the_same_with_every_prompt_reworded(name, tmp_path, request):
     before = outcome(scenario_run(name, tmp_path / "before"))
     request.getfixturevalue("reworded")
@@ -105,6 +113,7 @@ def test_each_scripted_scenario_ends_the_same_with_every_prompt_reworded(name, t
     assert before["stop_reason"] == expected
 
 
+@pytest.mark.slow  # the demo's pytest checks run in sandboxed processes
 def test_the_demo_command_succeeds_with_every_prompt_reworded(reworded, tmp_path, capsys):
     code = main(["demo", "--db", str(tmp_path / "threads.sqlite"), "--json"])
     printed = capsys.readouterr().out

@@ -28,15 +28,16 @@ from agent.plan.validation import parse_plan
 from agent.reflection import rules
 from agent.reflection.situation import Situation
 from agent.vfs.entries import validate_path
+from tests.tiers import examples
 
 PROPS = settings(
     deadline=None,
-    max_examples=100,
+    max_examples=examples(100),
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-GRAPH_PROPS = settings(PROPS, max_examples=40)
+GRAPH_PROPS = settings(PROPS, max_examples=examples(40))
 ACTIONS = ("writer", "coder", "researcher", "critic")
 STOP_REASONS = {"pass", "stalled", "oscillating", "budget", "timeout", "critic_error"}
 TERMINAL = {

@@ -8,13 +8,17 @@ import random
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from agent import Context, build_graph, open_checkpointer, run
 from agent.errors import ConfigError
+from agent.reducers import append_all
 from agent.runs.runner import thread_config
 from agent.store.checkpointers import open_async_checkpointer
 from agent.store.database_errors import NoThreads
@@ -69,6 +73,7 @@ def test_the_delta_keys_read_without_the_graph_are_the_states_with_the_same_redu
         assert reducer(base, writes) == channels[key].reducer(base, writes), key
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 @pytest.mark.parametrize("scenario", ["demo", "escalation", "depth-cap", "replan"])
 def test_a_thread_read_without_the_graph_has_the_graphs_values(scenario, tmp_path):
     db = str(tmp_path / "t.sqlite")
@@ -79,6 +84,7 @@ def test_a_thread_read_without_the_graph_has_the_graphs_values(scenario, tmp_pat
         assert thread_values(saver, "no-such-thread") is None
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_plain_serializer_leaves_messages_as_their_fields_and_the_rest_as_is(tmp_path):
     db = str(tmp_path / "t.sqlite")
     _demo(db, "demo", "t")
@@ -173,6 +179,7 @@ async def _ainvoke(db: str, thread_id: str) -> dict[str, Any]:
         )
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_an_async_sqlite_checkpointer_runs_the_demo_on_a_real_file(tmp_path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -377,3 +384,33 @@ def test_messages_replayed_in_any_batches_keep_the_same_ids():
     together = messages_delta([], writes)
     assert [m.id for m in one_by_one] == [m.id for m in together] == ["message-0", "p", "message-2"]
     assert [m.content for m in together] == ["goal", "plan", "done"]
+
+
+def test_a_delta_channel_snapshot_reads_back_the_same_with_either_serializer(tmp_path):
+    class Steps(TypedDict, total=False):
+        trajectory: Annotated[list, DeltaChannel(append_all, snapshot_frequency=2)]
+
+    def step(state: Steps) -> dict[str, Any]:
+        return {"trajectory": [{"n": len(state.get("trajectory") or [])}]}
+
+    builder = StateGraph(Steps)
+    for name in ("a", "b", "c"):
+        builder.add_node(name, step)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    builder.add_edge("c", END)
+    db = str(tmp_path / "t.sqlite")
+    config = {"configurable": {"thread_id": "t"}}
+    with open_checkpointer(db) as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({}, config)
+        expected = graph.get_state(config).values["trajectory"]
+        stored = [c.checkpoint["channel_values"].get("trajectory") for c in saver.list(config)]
+        full = thread_values(saver, "t")
+    assert any(value is not None for value in stored)  # a snapshot was written
+    with open_checkpointer(db, write=False, serde=plain_serde()) as saver:
+        plain = thread_values(saver, "t")
+    assert expected == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert full is not None and plain is not None
+    assert full["trajectory"] == plain["trajectory"] == expected

@@ -13,6 +13,7 @@ from agent.checks import run_check, validate_check_spec
 from agent.checks.citations import citations, cited_urls
 from agent.checks.link_finding import extract_urls
 from agent.checks.source_identity import UnverifiableURL, normalise_url
+from tests.tiers import examples
 
 RETURNED = (
     "[1] https://a.com/x\nMercury is the closest planet.\n\n"
@@ -380,7 +381,7 @@ URL_PART = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.sampled_from(["https://", "http://", "HTTPS:/", "https:\\\\", "www."]),
     st.sampled_from(["a.com", "faß.de", "bücher.de", "[::1]", "x.y:8080", "u@a.com"]),

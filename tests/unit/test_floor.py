@@ -163,6 +163,7 @@ def test_what_the_goal_states_of_its_module_is_asserted_before_a_strong_check(ch
     assert raise_to_floor(once, goal) == once  # raised once
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_an_example_the_criteria_state_in_words_is_asserted_like_a_literal_one():
     # the goal's "should be" is the planner's to read, as a criterion quoting it
     goal = "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it in stats.py."
@@ -188,6 +189,7 @@ def test_an_example_the_criteria_state_in_words_is_asserted_like_a_literal_one()
     assert run_check(raised.done_when, {"stats.py": fixed}, "stats.py")["passed"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_module_the_goal_does_not_name_as_its_one_module_must_only_run():
     goal = "Write a.py and b.py: a.py has f(x) and b.py has g(x)."
     a, b = plan(
@@ -214,6 +216,7 @@ def test_test_files_keep_their_check_and_prose_is_judged_beside_it():
     assert without_floor(steps[1].done_when) == {"kind": "non_empty"}
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_json_gets_the_goal_s_keys_only_when_it_is_the_goal_s_one_json_file():
     goal = 'Write inventory.json with "items": [...] and "total": a number.'
     (one,) = plan(step("S1", "inventory.json"), goal=goal)
@@ -455,6 +458,7 @@ def two_modules(goal: str = TWO_MODULES, criteria: GoalCriteria | None = USES) -
     return a, b
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_module_that_cannot_run_yet_must_use_what_its_criteria_say():
     a, b = two_modules()
     # uses: the criteria's; defines: the signature its part of the goal writes
@@ -472,6 +476,7 @@ def test_a_module_that_cannot_run_yet_must_use_what_its_criteria_say():
     assert not report["passed"] and "h is not defined" in report["evidence"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_module_that_runs_after_its_siblings_must_still_use_what_its_criteria_say():
     # on the 1.5B, textkit/count.py split words itself, never calling split_words: it ran,
     # defined its functions and passed, and the run ended success (a false success)
@@ -485,6 +490,7 @@ def test_a_module_that_runs_after_its_siblings_must_still_use_what_its_criteria_
     assert report["passed"], report["evidence"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_module_written_last_runs_the_goal_s_examples_of_every_module_of_the_package():
     # the modules written before their siblings only parse: the goal's (or a human's)
     # example of split_words was never run, and a split_words that kept case passed
@@ -519,6 +525,7 @@ BOTH_CALL = [
 ]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 @pytest.mark.parametrize(
     ("calls", "pairs"),
     [
@@ -541,6 +548,7 @@ def test_a_call_criterion_is_asserted_for_a_given_function_calling_a_new_one(cal
     assert stated_floor(step, [step], REFACTOR, criteria) is None  # no user's module
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_refactor_floor_refuses_old_bodies_that_keep_the_behaviour():
     step = Step(
         step_id="S1", action="coder", instructions="Refactor.", expected_output="pricing.py"
@@ -578,6 +586,7 @@ CIRCULAR = {
 }
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_step_after_every_module_of_a_package_imports_each_of_them():
 
     steps = [
@@ -623,6 +632,7 @@ def test_the_step_after_every_module_of_a_package_imports_each_of_them():
     assert "import textkit" not in json.dumps(alone[0].done_when)
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_refactor_s_new_function_computes_what_its_callers_shared():
     """A ``discounted_total`` that rounds kept both callers' results (each rounds again)
     and failed the hidden test of the function itself: the floor compares it with the

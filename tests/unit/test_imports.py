@@ -4,6 +4,7 @@ that imports it back, directly or through others, counting imports inside functi
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import agent
@@ -36,6 +37,7 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
+@functools.cache  # three tests read it; parsing every module once is enough
 def import_graph() -> dict[str, set[str]]:
     paths = {module_name(p): p for p in ROOT.rglob("*.py")}
     return {name: imports_of(path, set(paths)) for name, path in paths.items()}

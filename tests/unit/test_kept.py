@@ -74,6 +74,7 @@ def bughunt_floor(*keep: str) -> dict:
     return spec
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_function_the_criteria_keep_ends_as_it_did_in_the_given_file():
     """On the 1.5B a fixed stats.py dropped the ValueError mean raised for no values."""
     assert verified(bughunt_criteria("mean"), BUGHUNT)[1] == []  # each quotes the goal
@@ -87,6 +88,7 @@ def test_a_function_the_criteria_keep_ends_as_it_did_in_the_given_file():
     assert not report["passed"] and "median([1, 2, 3, 4])" in report["evidence"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_without_a_keep_criterion_no_function_is_compared_with_the_given_file():
     spec = bughunt_floor()
     assert "ends_as_in_the_given_file" not in shown_check(spec)

@@ -49,6 +49,7 @@ def test_the_prompt_is_the_documented_one_and_holds_the_problem_in_a_fence():
     assert f"```python\n{PROBLEM['prompt']}```" in user.content
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_the_fenced_code_is_the_program_and_the_hidden_check_grades_it():
     task = humaneval_task(PROBLEM)
     right = OneReply("Here:\n```python\ndef add(a, b):\n    return a + b\n```\nDone.")
@@ -66,6 +67,7 @@ def test_a_reply_without_a_fence_is_graded_whole():
     assert plain_model.fenced_program(text) == "x = 1\n"
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_failed_request_is_recorded_and_the_others_still_count():
     task = humaneval_task(PROBLEM)
 

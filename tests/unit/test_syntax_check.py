@@ -66,6 +66,7 @@ def test_a_module_defining_its_own_copy_of_the_name_does_not_use_the_sibling_s()
     assert not run_check(spec, {"c.py": own}, "c.py")["passed"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_python_check_s_calls_are_read_from_the_artifact_s_source_on_the_host():
     from agent.checks import validate_check_spec
 
@@ -84,6 +85,7 @@ def test_a_python_check_s_calls_are_read_from_the_artifact_s_source_on_the_host(
     assert not report["passed"] and "does not call" not in report["evidence"]
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_name_called_but_never_imported_is_not_used_but_a_name_error():
     # what the 1.5B wrote for textkit/count.py at cf0a66c: split_words called, not imported
     spec = {"kind": "syntax", "uses": ["split_words"]}

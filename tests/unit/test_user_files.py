@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.plan.validation import parse_plan
+from agent.vfs import host_disk
 from agent.vfs.entries import MAX_FILE_BYTES, file_entry, summarize_files
 from agent.vfs.host_disk import MAX_SCANNED, load_files
 from agent.vfs.origin import keep_origin, planner_view, taken_in, user_paths
@@ -329,13 +330,16 @@ def test_a_path_that_is_also_a_folder_of_another_is_refused():
     assert folder_clash(["b.py"], ["a", "a/c"]) is None  # a clash among held files is not ours
 
 
-def test_a_huge_tree_is_refused_before_it_is_walked_whole(tmp_path):
+def test_a_huge_tree_is_refused_before_it_is_walked_whole(tmp_path, monkeypatch):
+    scanned = 300  # the rule, not the figure: a smaller cap, so the tree is cheap to make
+    assert scanned < MAX_SCANNED
+    monkeypatch.setattr(host_disk, "MAX_SCANNED", scanned)
     folder = tmp_path / "huge"
     folder.mkdir()
     (folder / ".gitignore").write_text("*\n")  # all ignored: still each one is looked at
-    for n in range(MAX_SCANNED + 1):
+    for n in range(scanned + 1):
         (folder / f"{n}").touch()
-    with pytest.raises(UserFileError, match=f"more than {MAX_SCANNED} entries"):
+    with pytest.raises(UserFileError, match=f"more than {scanned} entries"):
         load_files(["huge"], cwd=tmp_path)
 
 

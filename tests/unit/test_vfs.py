@@ -13,6 +13,7 @@ from agent.vfs.entries import (
     summarize_files,
     validate_path,
 )
+from tests.tiers import examples
 
 
 @pytest.mark.parametrize(
@@ -271,7 +272,7 @@ def test_rewriting_the_same_file_is_not_a_collision():
     assert ws.contents() == {"slugify.py": "y"}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(path=st.text(min_size=1, max_size=60))
 def test_any_path_is_refused_with_a_path_error_or_stored_in_one_stable_spelling(path):
     try:
@@ -283,7 +284,7 @@ def test_any_path_is_refused_with_a_path_error_or_stored_in_one_stable_spelling(
     assert stored.isprintable() and validate_path(unicodedata.normalize("NFD", path)) == stored
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     names=st.lists(
         st.sampled_from(

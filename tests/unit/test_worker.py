@@ -608,6 +608,7 @@ FIX_STEP = {
 }
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_revision_of_the_user_s_file_is_asked_for_the_failing_function_only():
     # the 1.5B sent the whole given stats.py back on every revision; asked for median alone,
     # it fixed the index, and the rest of the file is kept as it was
@@ -628,6 +629,7 @@ def test_a_revision_of_the_user_s_file_is_asked_for_the_failing_function_only():
     assert any(e["action"] == "focus" and e["ok"] for e in run.trajectory)
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_focused_reply_without_a_function_falls_back_to_the_whole_file():
     echo = f"```python\n{STATS}```"
     whole = STATS.replace("s[m] + s[m + 1]", "s[m - 1] + s[m]")
@@ -643,6 +645,7 @@ def test_a_focused_reply_without_a_function_falls_back_to_the_whole_file():
     assert any(e["action"] == "focus" and not e["ok"] for e in run.trajectory)
 
 
+@pytest.mark.slow  # runs checks in sandboxed processes
 def test_a_new_file_is_revised_whole_even_when_its_evidence_names_a_function():
     w, model = worker(
         [
