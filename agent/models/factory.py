@@ -288,25 +288,30 @@ class Metered:
         before (tool calling, then ``json_schema``, then JSON read from plain text), and a
         server that refuses a request shape is asked again the next way at once; a server
         that constrains decoding (``constrained_decoding``) is asked by ``json_schema`` first,
-        and a ``json_schema`` request that times out twice in a row puts it last. Whatever the
-        method, JSON the model wrote in its reply's text instead (small models do) counts."""
+        and a ``json_schema`` request that times out is asked again the next way at once.
+        Whatever the method, JSON the model wrote in its reply's text instead (small models
+        do) counts."""
         config = self.config(metadata, nostream=True)
         if self.structured_method != StructuredOutput.AUTO:
             return await self._ask(self.structured_method, messages, schema, config)
         key = model_key(self.model)
         refused = "every structured-output method was refused"
         first = (StructuredOutput.JSON_SCHEMA,) if constrained_decoding(self.model) else ()
+        order = self.methods.order(key, first)  # before any snapshot: ``first`` starts a model
         known = self.methods.snapshot(key)
         try:
-            for method in self.methods.order(key, first):
+            for method in order:
                 try:
                     parsed, raw = await self._ask(method, messages, schema, config)
                 except Exception as exc:
+                    if method == StructuredOutput.JSON_SCHEMA and timed_out(exc):
+                        # a schema too slow to decode by (a grammar on a small CPU): a miss,
+                        # and the next way is asked at once (a raise would retry the node,
+                        # which knows only what the thread recorded)
+                        self.methods.record_failure(key, method, describe(exc))
+                        refused = f"{method} timed out: {describe(exc)}"
+                        continue
                     if refusal_of(str(exc)) is None:
-                        if method == StructuredOutput.JSON_SCHEMA and timed_out(exc):
-                            # a schema too slow to decode by (a grammar on a small CPU): a
-                            # miss, so two in a row put json_schema last for this model
-                            self.methods.record_failure(key, method, describe(exc))
                         raise
                     self.methods.record_failure(key, method, str(exc))
                     refused = f"{method} refused: {describe(exc)}"

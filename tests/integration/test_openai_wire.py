@@ -82,13 +82,13 @@ def test_a_scripted_run_over_the_wire_succeeds_and_meters_what_the_server_report
     assert reflection["response_format"]["json_schema"]["name"] == "ReflectionAnswer"
 
 
-def test_a_schema_too_slow_to_decode_by_is_put_last_after_two_timeouts(server, graph):
+def test_a_schema_too_slow_to_decode_by_is_asked_the_next_way_and_not_again(server, graph):
     server.slow_response_format_s = 1.5
     context = Context(model=MODEL, request_timeout_s=0.5)
     result = run(graph, GOAL, context=context, thread_id="t")
     assert (result["status"], result["stop_reason"]) == ("success", "end")
     planner = server.requests_by_role("planner")
-    assert [bool(b.get("response_format")) for b in planner] == [True, True, False]
+    assert [bool(b.get("response_format")) for b in planner] == [True, False]
     assert planner[-1]["tools"][0]["function"]["name"] == "PlanDraft"
     reflection = server.requests_by_role("reflection")
     assert reflection and not any(b.get("response_format") for b in reflection)
