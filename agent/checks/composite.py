@@ -20,6 +20,7 @@ from agent.checks.registry import (
     validate_check_spec,
 )
 from agent.checks.report import CheckReport, make_report
+from agent.checks.stated import JsonShapeSpec, parsed
 
 __all__ = ["MAX_PARTS", "PRESENCE", "check_kinds", "proves_criteria", "register"]
 
@@ -42,8 +43,9 @@ def proves_criteria(spec: Any) -> bool:
         return any(proves_criteria(p) for p in spec.get("checks") or ())
     if isinstance(spec, Mapping) and spec.get("kind") == "json_schema":
         return bool(spec.get("schema"))
-    if isinstance(spec, Mapping) and spec.get("kind") == "json_shape":  # "any JSON" unless
-        return any(v for k, v in spec.items() if k not in ("kind", "origin"))  # it states
+    if isinstance(spec, Mapping) and spec.get("kind") == "json_shape":
+        shape = parsed(spec)  # "any JSON" unless it states keys, orders...
+        return isinstance(shape, JsonShapeSpec) and shape.states()
     return any(kind not in UNPROVEN for kind in check_kinds(spec))
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "JsonShapeSpec",
     "SectionsSpec",
     "StatedExample",
+    "parsed",
     "register",
     "shown_stated",
 ]
@@ -104,10 +105,6 @@ class ExamplesSpec(_Spec):
     own: dict[str, str] = Field(default_factory=dict)
     prelude: str = ""
     timeout_s: float = Field(default=EXAMPLES_TIMEOUT_S, gt=0, le=120)
-
-    def states(self) -> bool:
-        """Whether it asserts more than the names defined (an example, a call...)."""
-        return bool(self.examples or self.smoke or self.keep or self.calls or self.shared)
 
     def compiled(self) -> dict[str, Any]:
         """The ``python`` check that runs it (the program of ``examples_program.py``)."""
@@ -201,9 +198,6 @@ class SectionsSpec(_Spec):
 
     kind: Literal["sections"] = "sections"
     titles: list[str] = Field(min_length=1, max_length=MAX_ITEMS)
-
-    def states(self) -> bool:
-        return True
 
     def compiled_for(self, path: str) -> dict[str, Any]:
         """The parts that run it on ``path``: one heading ``regex`` per title for Markdown,
