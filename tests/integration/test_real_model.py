@@ -40,6 +40,7 @@ CLASSIFIED: dict[str, set[str]] = {
         "subagent_failed_twice",
         "model_escalated",
         "invalid_plan",
+        "question_first",
         "unverified",
     },
     "budget_exhausted": {"token_budget", "time_budget", "step_budget"},
