@@ -501,6 +501,16 @@ def report_again(folder: Path, as_json: bool) -> int:
     return 0
 
 
+def write_report(
+    out: Path, model: str, rows: list[Any], plain: Mapping[str, Any], *, finished: bool
+) -> dict[str, Any]:
+    """``goals.json`` as far as the run got (``finished`` once every goal ran)."""
+    report = {"model": model, "goals": rows, "plain": dict(plain), "out": str(out)}
+    report["finished"] = finished
+    (out / "goals.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
@@ -532,8 +542,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.no_plain and model.startswith("openai:") and base:
                 chat = plain_chat(base, model.removeprefix("openai:"))
                 plain[goal.name] = run_plain(goal, chat, out / goal.name / "plain")
-    report = {"model": model, "goals": rows, "plain": plain, "out": str(out)}
-    (out / "goals.json").write_text(json.dumps(report, indent=1))
+            # written after every goal: a run stopped early still has its rows (--report)
+            write_report(out, model, rows, plain, finished=False)
+    report = write_report(out, model, rows, plain, finished=True)
     print(json.dumps(report, indent=1) if args.json else table(rows, plain))
     return 0
 

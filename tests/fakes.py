@@ -18,6 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from agent import Context, ScriptedChatModel, build_graph
 from agent.models.scripted import tool_call
 from agent.prompts import load_prompt
+from agent.reflection.situation import Situation
 
 
 def step(
@@ -222,3 +223,20 @@ def call_tool(call: Mapping[str, Any], tools: Mapping[str, Any]) -> tuple[str, b
     from agent.tools.filesystem import execute_tool_call
 
     return asyncio.run(execute_tool_call(call, tools))
+
+
+def situation(files=None, *, steps=None, depth=0, cap=4, dispatched=(), events=(), **kw):
+    """A reflection :class:`Situation` over ``steps`` (two Markdown steps by default)."""
+    steps = steps or [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
+    return Situation(
+        goal=kw.pop("goal", "goal"),
+        plan={"version": 1, "steps": steps},
+        files=files or {},
+        step=kw.pop("step_no", 1),
+        depth=depth,
+        cap=cap,
+        dispatched=list(dispatched),
+        previous_defects=kw.pop("previous_defects", []),
+        turn_events=list(events),
+        **kw,
+    )

@@ -3,9 +3,10 @@
 Grounded evidence against invented sources ("missing citations or evidence that
 does not support a claim"). ``run_check`` lends the check the text of every tool result the
 step's tools returned (:func:`agent.checks.registry.current_tool_outputs`); the artifact
-passes when it cites at least one URL, at least ``min`` distinct ones, and every one of them
-is among the URLs found in those results. Nothing is fetched: the verdict is a comparison of
-two sets of URLs, so the model cannot talk its way past it.
+passes when it cites at least ``min`` distinct URLs (one unless said; ``min`` 0 asks for
+none) and every one of them is among the URLs found in those results or the goal's text.
+Nothing is fetched: the verdict is a comparison of two sets of URLs, so the model cannot talk
+its way past it.
 
 The two halves live beside this module: :mod:`agent.checks.link_finding` (what counts as a
 citation) and :mod:`agent.checks.source_identity` (what counts as the same source).
@@ -79,8 +80,11 @@ def _grounded(key: str, returned: Mapping[str, str]) -> bool:
 
 def _validate_citations(spec: dict[str, Any]) -> list[str]:
     minimum = spec.get("min", 1)
-    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
-        return ["kind 'citations' takes 'min': a whole number of distinct sources, at least 1"]
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0:
+        return [
+            "kind 'citations' takes 'min': a whole number of distinct sources, at least 0 "
+            "(0: none needed, but every URL cited must be one a tool returned)"
+        ]
     return []
 
 
@@ -103,13 +107,15 @@ def _check_citations(spec: dict[str, Any], files: Mapping[str, str], path: str) 
         sources = "the step's tools returned no URL"
     else:
         sources = f"the step's tools returned {len(returned)}: {_named(list(returned.values()))}"
+    if not cited and minimum == 0:
+        return make_report("citations", True, 1.0, f"{path} cites no URL (none needed)")
     if not cited:
         evidence = f"{path} cites no source URL (at least {minimum} needed); {sources}"
         return make_report("citations", False, 0.0, evidence)
     if invented:
         evidence = (
             f"{len(invented)} of {len(cited)} URLs cited in {path} did not appear in any "
-            f"result of the step's tools: {_named(invented)}; {sources}"
+            f"result of the step's tools or the goal: {_named(invented)}; {sources}"
         )
         return make_report("citations", False, grounded / len(cited), evidence)
     if len(cited) < minimum:

@@ -54,7 +54,7 @@ class StepEvidence:
                     self.step["expected_output"],
                     judge=self.judge,
                     task=self.goal,
-                    tool_outputs=tuple(self.sources.outputs),
+                    tool_outputs=(*self.sources.outputs, self.goal),  # the user gave it
                     databases=self.databases,
                 )
             )

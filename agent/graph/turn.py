@@ -149,8 +149,11 @@ def _answer(
 
 
 def _asked_first(state: Mapping[str, Any]) -> bool:
-    """Whether the thread waits on the goal's own question (``question_first``)."""
-    return state.get("stop_reason") == StopReason.QUESTION_FIRST and bool(state.get("escalation"))
+    """Whether the thread waits on a question about what the goal leaves open: its own
+    question (``question_first``), or values and examples no source gave (``unverified``),
+    whose answer completes the goal."""
+    asked = (StopReason.QUESTION_FIRST, StopReason.UNVERIFIED)
+    return state.get("stop_reason") in asked and bool(state.get("escalation"))
 
 
 def _chosen(state: Mapping[str, Any], human: HumanMessage, text: str) -> Intake | str:

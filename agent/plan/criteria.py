@@ -41,11 +41,13 @@ __all__ = [
     "OrderCriterion",
     "QuestionCriterion",
     "ValuesCriterion",
+    "folded",
     "literal_criteria",
     "literal_examples",
     "merged",
     "read_criteria",
     "signatures",
+    "table_literals",
     "verified",
 ]
 
@@ -226,6 +228,21 @@ def signatures(text: str) -> dict[str, ast.FunctionDef]:
     return found
 
 
+def table_literals(text: str) -> list[str]:
+    """The tables the text writes with their columns (``Genre(GenreId, Name)``): names
+    followed by a list of bare names. An SQL query of the goal reads each of them; a name
+    the database has no table for is not judged (``agent.checks.sql``). On the 1.5B a query
+    counting tracks by their own name, for a goal giving ``Genre(GenreId, Name)`` and
+    ``Track(...)``, passed a check that only counted its rows."""
+    found = []
+    for name, node in signatures(text).items():
+        args = node.args
+        plain = args.args and not (args.defaults or args.vararg or args.kwarg or args.kwonlyargs)
+        if plain and node.returns is None and all(a.annotation is None for a in args.args):
+            found.append(name)
+    return found
+
+
 def json_keys(text: str) -> tuple[list[str], list[str]]:
     """The keys the text writes as ``"key":``: the least nested ones (the document's), and
     those inside a ``{...}`` below them (its items')."""
@@ -267,6 +284,10 @@ def literal_criteria(text: str, files: list[str]) -> GoalCriteria:
         if examples or named:
             functions = [NameCriterion(name=n) for n in named]
             out.append(FileCriteria(path=path, examples=examples, functions=functions))
+    sqls = [f for f in files if f.endswith(".sql")]
+    if len(sqls) == 1 and (tables := table_literals(text)):
+        reads = [NameCriterion(name=t) for t in tables[:MAX_ITEMS]]
+        out.append(FileCriteria(path=sqls[0], reads=reads))
     if len(jsons) == 1:
         outer, inner = json_keys(text)
         if outer or inner:
@@ -383,24 +404,24 @@ def _literal_prefix(text: str) -> str | None:
 # ---------------------------------------------------------------------------- verification
 
 
-def _folded(text: str) -> str:
+def folded(text: str) -> str:
     """Text compared for quoting: NFKC, case-folded, runs of white space as one space."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def _in(needle: str, haystack: str) -> bool:
-    return bool(needle) and _folded(needle) in haystack
+    return bool(needle) and folded(needle) in haystack
 
 
 def verified(criteria: GoalCriteria, goal: str) -> tuple[GoalCriteria, list[str]]:
     """``criteria`` without the criteria the goal does not state: each must quote the goal
     (its ``quote`` occurs in the goal) and the names and values it asserts must occur in its
     quote. Returns the kept criteria and a line per dropped one (for the log)."""
-    text = _folded(_scanned(goal))
+    text = folded(_scanned(goal))
     dropped: list[str] = []
 
     def keep(item: _Quoted, *values: str) -> bool:
-        quote = _folded(item.quote)
+        quote = folded(item.quote)
         ok = bool(quote) and quote in text and all(_in(v, quote) for v in values if v)
         if not ok:
             shown = item.model_dump_json()[:200]

@@ -25,8 +25,9 @@ a replan or a human.
   spellings its criteria state (``x-`` keywords of :mod:`agent.checks.text`);
 - a ``.sql`` runs on the database the goal names (or the one declared) and reads the tables
   its criteria name;
-- prose has its stated sections and citations checked, and a ``rubric`` the judge reads it
-  against (the step's instructions and the goal) unless the planner gave one.
+- prose has its stated sections and citations checked, no URL it cites invented, and a
+  ``rubric`` the judge reads it against (the step's instructions and the goal) unless the
+  planner gave one.
 
 A stronger planner check of a module (``python``, ``pytest``) gets what the criteria state
 of it asserted first all the same (:func:`stated_floor`).
@@ -298,10 +299,12 @@ def _sections(stated: FileCriteria) -> list[dict[str, Any]]:
 
 
 def _citations(stated: FileCriteria) -> list[dict[str, Any]]:
-    """A ``citations`` check when the goal asks the document to cite sources."""
-    if stated.citations is None:
-        return []
-    return [{"kind": "citations", "min": max(1, stated.citations.least)}]
+    """A ``citations`` check: at least the sources the goal asks for, and, whether or not it
+    asks, no URL that neither the step's tools returned nor the user gave (``min`` 0). On
+    the 1.5B, reports of two wordings of a goal citing its search results cited URLs no
+    search returned, and no criterion had read that the goal asks for citations."""
+    least = max(1, stated.citations.least) if stated.citations is not None else 0
+    return [{"kind": "citations", "min": least}]
 
 
 def _sql_stated(stated: FileCriteria) -> dict[str, Any]:

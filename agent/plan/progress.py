@@ -3,7 +3,7 @@ plan version, which keeps the finished work a change does not touch."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from agent.plan.steps import Step
@@ -49,11 +49,13 @@ def merge_replan(
     old_plan: Mapping[str, Any] | None,
     new_steps: list[Step],
     files: Mapping[str, Mapping[str, Any]],
+    reopen: Collection[str] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """Adopt a new plan version, keeping finished work that the change does not touch.
 
     A step is kept when an identical step (same id, action, instructions, output, check and
-    dependencies) was already done and every dependency is kept too; every other step whose
+    dependencies) was already done, its artifact is not in ``reopen`` (what must be written
+    again whatever the plan says) and every dependency is kept too; every other step whose
     artifact exists is affected and must run again (re-run only affected steps).
 
     Returns the new plan and the artifact paths that must be re-run (stale).
@@ -71,6 +73,8 @@ def merge_replan(
                 continue
             before = old.get(sid)
             same = before is not None and all(before.get(k) == step[k] for k in _IDENTITY)
+            if step["expected_output"] in reopen:
+                continue
             if same and is_done(step, files) and set(step["depends_on"]) <= kept:
                 kept.add(sid)
                 changed = True

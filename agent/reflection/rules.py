@@ -19,6 +19,7 @@ from agent.checks.composite import proves_criteria
 from agent.errors import ErrorClass
 from agent.plan.direct import goal_outputs
 from agent.plan.needs import named_files
+from agent.plan.open_values import unsourced_values
 from agent.plan.progress import is_done, pending_steps
 from agent.reflection.answers import choices
 from agent.reflection.situation import Situation
@@ -282,30 +283,52 @@ def _end_blocked(s: Situation, done: list[str], missing: list[str]) -> str | Non
 
 def held_to_evidence(d: Decision, s: Situation) -> Decision:
     """An ``end`` (by rule or by the model) stands only when every function the checks
-    assert is defined was also run by one of them; else a human is asked to accept the
-    artifacts or give examples (:mod:`agent.reflection.unverified`): "success" would claim
-    what nothing tested."""
+    assert is defined was also run by one of them (:mod:`agent.reflection.unverified`), and
+    every value the goal leaves open comes from a source (:mod:`agent.plan.open_values`);
+    else a human is asked to accept the artifacts, or give examples or the values: "success"
+    would claim what nothing tested, or the agent's guess."""
     if d.decision != vocabulary.Decision.END:
         return d
+    if unsourced := unsourced_values(s.goal, s.files):
+        listed = "; ".join(
+            f"{path}: "
+            + ", ".join(f"{key} = {value} (the goal: <{hole}>)" for key, value, hole in found)
+            for path, found in sorted(unsourced.items())
+        )
+        return _unverified(
+            d,
+            f"values the goal leaves open come from no source: {listed}",
+            f"the goal leaves these values open and neither it, your files nor an answer "
+            f"gives them, so they are the agent's guess ({clean_text(listed, EXCERPT_CHARS)}). "
+            f"Accept the artifacts as they are, or answer with the values, and they will be "
+            f"written.",
+        )
     unrun = unrun_functions(s.plan, s.files)
     if not unrun:
         return d
     listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in sorted(unrun.items()))
     first = clean_text(next(iter(sorted(unrun.items())))[1][0], RESPONSE_CHARS)
+    return _unverified(
+        d,
+        f"no check ran {listed}",
+        f"no check ran these functions, so nothing shows they do what the goal says "
+        f"({clean_text(listed, EXCERPT_CHARS)}): the goal gives no example of them. Accept "
+        f"the artifacts as they are, or answer with examples, such as {first}(...) == ..., "
+        f"and they will be checked.",
+    )
+
+
+def _unverified(d: Decision, why: str, ask: str) -> Decision:
+    """The ``unverified`` pause over an end: what the evidence does not show, and the ask."""
     return Decision(
         vocabulary.Decision.ESCALATE,
-        f"every planned artifact passed its check, but no check ran {listed}",
+        f"every planned artifact passed its check, but {why}",
         by=d.by,
         forced=True,
         counts_depth=False,
         stop_reason=StopReason.UNVERIFIED,
-        question=(
-            f"Every planned artifact passed its check, but no check ran these functions, so "
-            f"nothing shows they do what the goal says ({clean_text(listed, EXCERPT_CHARS)}): "
-            f"the goal gives no example of them. Accept the artifacts as they are, or answer "
-            f"with examples, such as {first}(...) == ..., and they will be checked."
-        ),
-        # examples are typed, not clicked: accept and stop are the choices
+        question=f"Every planned artifact passed its check, but {ask}",
+        # examples and values are typed, not clicked: accept and stop are the choices
         suggested_responses=["accept the artifacts as they are", "stop here"],
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent import ScriptedChatModel, run
+from agent import ScriptedChatModel, resume, run
 from agent.models.profiles import DEFAULT, SMALL_LOCAL, profile_for
 from agent.models.scripted import prompt_json
 from agent.plan.floor import without_floor
@@ -227,6 +227,37 @@ def test_an_artifact_proven_only_to_be_there_is_left_to_reflection_s_model(tmp_p
     assert models["reflection"].calls, "reflection asked its model"
     assert result["state"]["decisions"][-1]["by"] == "model"
     assert result["status"] == "success"
+
+
+DEPLOY_GOALS = [
+    'Write deploy.json for the ledger service: {"service": "ledger", "region": <the region '
+    'the operations team chose>, "replicas": 3}.',
+    'Schreibe deploy.json für den Dienst ledger: {"service": "ledger", "region": <die Region, '
+    'die das Betriebsteam gewählt hat>, "replicas": 3}.',
+]
+
+
+@pytest.mark.parametrize("goal", DEPLOY_GOALS)
+def test_a_value_the_goal_leaves_open_is_asked_for_never_guessed_into_success(tmp_path, goal):
+    # the planner's check and the template's keys pass a guessed region; the end is held
+    region = ["us-east-1"]
+    plan = plan_of("deploy.json", {"kind": "json_schema", "schema": {"type": "object"}}, "writer")
+    models = roles(plan, "")
+    models["default"] = ScriptedChatModel(
+        responder=writer(
+            lambda *_: json.dumps({"service": "ledger", "region": region[0], "replicas": 3})
+        )
+    )
+    graph, _ = sqlite_graph(tmp_path, models)
+    first = run(graph, goal, context=ctx(max_revisions=1, fresh_drafts=0), thread_id="t")
+    assert (first["status"], first["stop_reason"]) == ("awaiting_input", "unverified")
+    assert "us-east-1" in first["escalation"]["question"]
+    region[0] = "eu-north-1"  # the model reads the answer, which joins the goal
+    done = resume(graph, "t", "The team chose eu-north-1.", context=ctx(max_revisions=1))
+    assert (done["status"], done["stop_reason"]) == ("success", "end")
+    state = graph.get_state(thread_config("t")).values
+    assert "eu-north-1" in state["goal"]
+    assert json.loads(state["files"]["deploy.json"]["content"])["region"] == "eu-north-1"
 
 
 def test_an_invalid_plan_from_the_planner_falls_back_to_a_plan_in_code_said_in_decisions(

@@ -606,13 +606,14 @@ def test_many_invented_urls_are_all_counted_and_the_first_ones_named():
     [
         ({"kind": "citations"}, True),
         ({"kind": "citations", "min": 3}, True),
-        ({"kind": "citations", "min": 0}, False),
+        ({"kind": "citations", "min": 0}, True),  # none needed, none invented
+        ({"kind": "citations", "min": -1}, False),
         ({"kind": "citations", "min": "2"}, False),
         ({"kind": "citations", "min": True}, False),
         ({"kind": "citations", "min": 1.5}, False),
     ],
 )
-def test_min_must_be_a_positive_whole_number(spec, ok):
+def test_min_must_be_a_whole_number_not_below_zero(spec, ok):
     errors = validate_check_spec(spec)
 
     assert (errors == []) is ok, errors
@@ -639,3 +640,14 @@ def test_hostile_text_is_read_in_linear_time(hostile):
     citations(hostile)
 
     assert time.monotonic() - started < 10  # a quadratic reading takes minutes
+
+
+def test_with_min_0_a_document_citing_nothing_passes_and_an_invented_url_fails():
+    spec = {"kind": "citations", "min": 0}
+    assert run_check(spec, {"r.md": "No links here."}, "r.md")["passed"]
+    invented = run_check(spec, {"r.md": "See https://made.up/x."}, "r.md")
+    assert not invented["passed"] and "made.up" in invented["evidence"]
+    returned = "1. https://made.up/x - a result"
+    assert run_check(spec, {"r.md": "See https://made.up/x."}, "r.md", tool_outputs=returned)[
+        "passed"
+    ]

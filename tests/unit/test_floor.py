@@ -211,8 +211,9 @@ def test_test_files_keep_their_check_and_prose_is_judged_beside_it():
     )
     assert [steps[0].done_when, steps[2].done_when] == [{"kind": "non_empty"}] * 2
     notes = steps[1].done_when["checks"]
-    assert [c["kind"] for c in notes] == ["non_empty", "rubric"]
-    assert any("Write notes.md." in c for c in notes[1]["criteria"])
+    assert [c["kind"] for c in notes] == ["non_empty", "citations", "rubric"]
+    assert notes[1]["min"] == 0  # no URL invented, none required
+    assert any("Write notes.md." in c for c in notes[2]["criteria"])
     assert without_floor(steps[1].done_when) == {"kind": "non_empty"}
 
 
@@ -250,6 +251,26 @@ def test_a_table_the_criteria_say_the_query_counts_must_be_read():
     # without the criterion the goal's words state no table: the planner's check stands
     (plain,) = plan(step("S1", "top.sql", check=own), goal=GENRES, databases=DB)
     assert plain.done_when == own
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "Write top.sql on chinook (tables Genre(GenreId, Name) and Track(TrackId, GenreId)): "
+        "each genre's Name and its number of tracks.",
+        "Schreibe top.sql auf chinook (Tabellen Genre(GenreId, Name) und Track(TrackId, "
+        "GenreId)): pro Genre der Name und die Anzahl seiner Tracks.",
+        "top.sql を書いて。chinook の Genre(GenreId, Name) と Track(TrackId, GenreId) から。",
+    ],
+)
+def test_the_tables_a_goal_writes_with_their_columns_are_read_by_its_query(goal):
+    # on the 1.5B a query counting tracks by their own name passed a check of its rows only
+    (floor,) = plan(step("S1", "top.sql"), goal=goal, databases=DB)
+    stated = {"kind": "sql", "db": "chinook", READS: ["Genre", "Track"], "origin": "floor"}
+    assert floor.done_when["checks"][1] == stated
+    # a call with literal arguments, or a function with typed parameters, names no table
+    (none,) = plan(step("S1", "top.sql"), goal="Write top.sql on chinook: f(1) == 2.", databases=DB)
+    assert READS not in none.done_when["checks"][1]
 
 
 def test_sql_runs_on_the_database_the_goal_names_or_the_one_declared():
@@ -396,13 +417,19 @@ def test_the_least_number_of_citations_is_the_one_the_criteria_state_and_at_leas
         ("notes.md", CITING, CITES),  # the criteria are another file's
     ],
 )
-def test_a_document_without_citations_in_its_criteria_is_judged_by_rubric_only(
+def test_a_document_without_citations_in_its_criteria_cites_no_invented_url_and_is_judged(
     path, goal, criteria
 ):
     (kept,) = plan(
         step("S1", path, action="writer", check={"kind": "exists"}), goal=goal, criteria=criteria
     )
-    assert list(check_kinds(kept.done_when)) == ["non_empty", "rubric"]
+    assert list(check_kinds(kept.done_when)) == ["non_empty", "citations", "rubric"]
+    traced = kept.done_when["checks"][1]
+    assert traced["min"] == 0 and traced["origin"] == "floor"
+    floor = {"kind": "all", "checks": kept.done_when["checks"][:2]}  # the rubric needs a judge
+    assert run_check(floor, {path: "HNSW is a graph index."}, path)["passed"]
+    invented = run_check(floor, {path: "See https://invented.example/hnsw."}, path)
+    assert not invented["passed"] and "invented.example" in invented["evidence"]
 
 
 def test_a_markdown_document_must_have_the_sections_its_criteria_name():
@@ -413,7 +440,7 @@ def test_a_markdown_document_must_have_the_sections_its_criteria_name():
         criteria=of("report.md", sections=sections),
     )
     spec = raised.done_when
-    assert list(check_kinds(spec)) == ["non_empty", "sections", "rubric"]
+    assert list(check_kinds(spec)) == ["non_empty", "sections", "citations", "rubric"]
     assert bare(spec["checks"][1]) == {"kind": "sections", "titles": ["Summary", "Sources"]}
     floor = {"kind": "all", "checks": spec["checks"][:2]}  # the rubric needs a judge
     right = "# Report\n\n## Summary\n\nHNSW.\n\n## Sources\n\n- a\n"

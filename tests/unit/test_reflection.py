@@ -10,25 +10,9 @@ from agent.context import Context
 from agent.reflection.budget import budget_left
 from agent.reflection.model_view import reflection_input
 from agent.reflection.rules import Decision, decide_by_rule, failed_round, validate_decision
-from agent.reflection.situation import Situation, situation_from_state
+from agent.reflection.situation import situation_from_state
 from agent.vfs.entries import file_entry
-from tests.fakes import step
-
-
-def situation(files=None, *, steps=None, depth=0, cap=4, dispatched=(), events=(), **kw):
-    steps = steps or [step("S1", "a.md"), step("S2", "b.md", deps=("S1",))]
-    return Situation(
-        goal=kw.pop("goal", "goal"),
-        plan={"version": 1, "steps": steps},
-        files=files or {},
-        step=kw.pop("step_no", 1),
-        depth=depth,
-        cap=cap,
-        dispatched=list(dispatched),
-        previous_defects=kw.pop("previous_defects", []),
-        turn_events=list(events),
-        **kw,
-    )
+from tests.fakes import situation, step
 
 
 def done(path, step_no=1, **extra):
