@@ -4,7 +4,8 @@ Grounded evidence against invented sources ("missing citations or evidence that
 does not support a claim"). ``run_check`` lends the check the text of every tool result the
 step's tools returned (:func:`agent.checks.registry.current_tool_outputs`); the artifact
 passes when it cites at least ``min`` distinct URLs (one unless said; ``min`` 0 asks for
-none) and every one of them is among the URLs found in those results or the goal's text.
+none), every one of them is among the URLs found in those results or the goal's text, and
+every source whose words it copies is among them (:mod:`agent.checks.copied_text`).
 Nothing is fetched: the verdict is a comparison of two sets of URLs, so the model cannot talk
 its way past it.
 
@@ -18,12 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.checks.copied_text import uncited_copies
 from agent.checks.link_finding import extract_urls
 from agent.checks.registry import current_tool_outputs, register_check
 from agent.checks.report import CheckReport, clip, make_report
 from agent.checks.source_identity import UnverifiableURL, normalise_url
 
-__all__ = ["Citation", "citations", "cited_urls"]
+__all__ = ["Citation", "citations", "cited_urls", "needs_sources"]
 
 _SHOWN = 8  # URLs named in the evidence, at most
 
@@ -57,6 +59,17 @@ def cited_urls(text: str, *, source: bool = False) -> dict[str, str]:
     return {c.key: c.url for c in citations(text, source=source) if c.key is not None}
 
 
+def needs_sources(spec: Any) -> bool:
+    """Whether a ``done_when`` spec asks for cited sources (a ``citations`` part whose
+    ``min`` is 1 or more): a step that must find them needs its tools. One with ``min`` 0
+    only refuses invented URLs, which a draft asked without tools can meet."""
+    if not isinstance(spec, Mapping):
+        return False
+    if spec.get("kind") == "all" and isinstance(spec.get("checks"), list):
+        return any(needs_sources(part) for part in spec["checks"])
+    return spec.get("kind") == "citations" and spec.get("min", 1) != 0
+
+
 def _returned(outputs: Iterable[str]) -> dict[str, str]:
     returned: dict[str, str] = {}
     for output in outputs:
@@ -88,6 +101,19 @@ def _validate_citations(spec: dict[str, Any]) -> list[str]:
     return []
 
 
+def _uncited_copies(text: str, cited: Sequence[Citation]) -> list[tuple[str, str]]:
+    """The sources ``text`` copies words from without citing them (:mod:`.copied_text`)."""
+    keys = {c.key: c.url for c in cited if c.key is not None}
+
+    def is_cited(url: str) -> bool:
+        try:
+            return _grounded(normalise_url(url), keys)
+        except UnverifiableURL:
+            return True  # a source no citation could name is not asked for
+
+    return uncited_copies(text, current_tool_outputs(), is_cited)
+
+
 def _named(urls: Sequence[str]) -> str:
     shown = ", ".join(clip(u, 160) for u in urls[:_SHOWN])
     return shown + (f" (and {len(urls) - _SHOWN} more)" if len(urls) > _SHOWN else "")
@@ -107,6 +133,13 @@ def _check_citations(spec: dict[str, Any], files: Mapping[str, str], path: str) 
         sources = "the step's tools returned no URL"
     else:
         sources = f"the step's tools returned {len(returned)}: {_named(list(returned.values()))}"
+    if copies := _uncited_copies(files[path], cited):
+        shown = "; ".join(f'{url} ("{clip(words, 120)}")' for url, words in copies[:_SHOWN])
+        evidence = (
+            f"{path} copies text from {len(copies)} source(s) without citing them: {shown}; "
+            f"cite each source whose words it takes"
+        )
+        return make_report("citations", False, 0.0, evidence)
     if not cited and minimum == 0:
         return make_report("citations", True, 1.0, f"{path} cites no URL (none needed)")
     if not cited:

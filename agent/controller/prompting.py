@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from agent.checks import check_kinds
+from agent.checks.citations import needs_sources
 from agent.checks.shown import checks_listed, shown_check
 from agent.controller.focus import Focus
 from agent.prompts import render
@@ -28,8 +28,6 @@ from agent.vfs.entries import Workspace, is_scratch, scratch_prefix
 DIRECT_INPUT_FILES = 8
 DIRECT_INPUT_CHARS = 12_000
 """A step with more input than this is read through ``read_file``, not put in its prompt."""
-TOOL_CHECKS = frozenset({"citations"})
-"""Checks that need the tools' results (a cited URL must come from what a tool returned)."""
 
 
 def readable_inputs(workspace: Workspace) -> list[str]:
@@ -82,7 +80,7 @@ def direct_inputs(
     time budget ran out."""
     if workspace.folder is not None:
         return None  # a folder is explored through the tools, never pasted into a prompt
-    traced = TOOL_CHECKS.intersection(check_kinds(step.get("done_when")))
+    traced = needs_sources(step.get("done_when"))  # its cited URLs come from its tools
     if (extra_tools or traced) and not (sourced and traced):  # only a traced check's revision
         return None
     path = step["expected_output"]

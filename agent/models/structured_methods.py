@@ -170,12 +170,14 @@ class StructuredMethods:
         """What is remembered about ``model_key``, for logs and the trajectory."""
         with self._lock:
             memory = self._memory(model_key)
+            # plain strings: a checkpoint holding an enum needs its module allowed to load
+            last = memory.last_success
             return {
-                "order": [m for m in memory.order if m not in memory.dropped],
-                "dropped": sorted(memory.dropped),
-                "refusals": dict(memory.refusals),
-                "tool_choice_refusals": dict(memory.tool_choice_refusals),
-                "last_success": memory.last_success,
+                "order": [str(m) for m in memory.order if m not in memory.dropped],
+                "dropped": sorted(str(m) for m in memory.dropped),
+                "refusals": {str(k): v for k, v in memory.refusals.items()},
+                "tool_choice_refusals": {str(k): v for k, v in memory.tool_choice_refusals.items()},
+                "last_success": None if last is None else str(last),
             }
 
     def restore(self, model_key: str, snapshot: Mapping[str, Any]) -> None:

@@ -21,7 +21,7 @@ from agent.plan.direct import direct_steps, is_artifact_path, role_for
 from agent.plan.floor import without_floor
 from agent.plan.needs import named_files
 from agent.plan.open_values import unsourced_values
-from agent.plan.progress import merge_replan
+from agent.plan.progress import merge_replan, unchanged_given
 from agent.plan.steps import MAX_INSTRUCTIONS_CHARS, PlanDraft, Step, plan_draft_for
 from agent.plan.validation import parse_plan
 from agent.prompts import render
@@ -290,12 +290,13 @@ def apply_plan(
 ) -> dict[str, Any]:
     """The update for a new plan version: history kept, stale artifacts re-opened (and
     those holding a value the goal leaves open that no source gives, which a human may just
-    have given: :mod:`agent.plan.open_values`), the goal's criteria kept with the plan (a
-    replan starts from them)."""
+    have given: :mod:`agent.plan.open_values`, or a user's file no step changed), the goal's
+    criteria kept with the plan (a replan starts from them)."""
     files = state.get("files") or {}
     old = state.get("plan")
-    guessed = unsourced_values(str(state.get("goal") or ""), files) if old else {}
-    plan, stale = merge_replan(old, steps, files, reopen=guessed)
+    # a file holding a guess, or still as the user gave it, is written again
+    reopen = [*unsourced_values(str(state.get("goal") or ""), files), *unchanged_given(old, files)]
+    plan, stale = merge_replan(old, steps, files, reopen=reopen if old else ())
     if criteria is not None and (criteria.files or criteria.question):
         plan = {**plan, "criteria": criteria.model_dump(mode="json", exclude_defaults=True)}
     update: dict[str, Any] = {"plan": plan}

@@ -3,12 +3,21 @@ plan version, which keeps the finished work a change does not touch."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from agent.plan.steps import Step
+from agent.vfs.origin import given, is_user_file
 
-__all__ = ["is_done", "merge_replan", "new_plan", "pending_steps", "ready_steps"]
+__all__ = [
+    "is_done",
+    "merge_replan",
+    "new_plan",
+    "pending_steps",
+    "ready_steps",
+    "unchanged_given",
+]
 
 
 def new_plan(steps: list[Step], version: int) -> dict[str, Any]:
@@ -86,3 +95,32 @@ def merge_replan(
         if s["step_id"] not in kept and is_done(s, files)
     ]
     return plan, stale
+
+
+def unchanged_given(
+    plan: Mapping[str, Any] | None, files: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """The user's modules a step of ``plan`` writes that still are as the user gave them
+    (equal as code: the syntax tree, comments and layout aside; only a module keeps the text
+    it was given, :func:`agent.vfs.origin.keep_origin`). A plan writes such a
+    file to change it: a success over it would claim work no step did. On the 1.5B a
+    ``stats.py`` returned as given passed the checks of what its criteria kept, and the
+    bug-fix goal ended ``success``."""
+    out = []
+    for step in (plan or {}).get("steps") or []:
+        path = str(step.get("expected_output", "")) if isinstance(step, Mapping) else ""
+        entry = files.get(path)
+        if entry is None or not is_user_file(entry) or not path.lower().endswith(".py"):
+            continue
+        if _same(given(entry), str(entry.get("content", ""))):
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
+def _same(before: str, after: str) -> bool:
+    if before.strip() == after.strip():
+        return True
+    try:
+        return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False

@@ -20,7 +20,7 @@ from agent.errors import ErrorClass
 from agent.plan.direct import goal_outputs
 from agent.plan.needs import named_files
 from agent.plan.open_values import unsourced_values
-from agent.plan.progress import is_done, pending_steps
+from agent.plan.progress import is_done, pending_steps, unchanged_given
 from agent.reflection.answers import choices
 from agent.reflection.situation import Situation
 from agent.reflection.unverified import unrun_functions
@@ -283,8 +283,9 @@ def _end_blocked(s: Situation, done: list[str], missing: list[str]) -> str | Non
 
 def held_to_evidence(d: Decision, s: Situation) -> Decision:
     """An ``end`` (by rule or by the model) stands only when every function the checks
-    assert is defined was also run by one of them (:mod:`agent.reflection.unverified`), and
-    every value the goal leaves open comes from a source (:mod:`agent.plan.open_values`);
+    assert is defined was also run by one of them (:mod:`agent.reflection.unverified`),
+    every value the goal leaves open comes from a source (:mod:`agent.plan.open_values`)
+    and every user's file a step writes was changed (:func:`unchanged_given`);
     else a human is asked to accept the artifacts, or give examples or the values: "success"
     would claim what nothing tested, or the agent's guess."""
     if d.decision != vocabulary.Decision.END:
@@ -302,6 +303,15 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
             f"gives them, so they are the agent's guess ({clean_text(listed, EXCERPT_CHARS)}). "
             f"Accept the artifacts as they are, or answer with the values, and they will be "
             f"written.",
+        )
+    if unchanged := unchanged_given(s.plan, s.files):
+        listed = ", ".join(unchanged)
+        return _unverified(
+            d,
+            f"{listed} is as the user gave it: no step changed it",
+            f"{clean_text(listed, EXCERPT_CHARS)} is as you gave it: no step changed it, so "
+            f"nothing the goal asks of it was done. Accept the artifacts as they are, or "
+            f"answer with what must change (an example such as f(...) == ... is checked).",
         )
     unrun = unrun_functions(s.plan, s.files)
     if not unrun:

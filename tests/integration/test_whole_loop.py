@@ -260,6 +260,46 @@ def test_a_value_the_goal_leaves_open_is_asked_for_never_guessed_into_success(tm
     assert json.loads(state["files"]["deploy.json"]["content"])["region"] == "eu-north-1"
 
 
+STATS = (
+    "def median(values):\n"
+    "    ordered = sorted(values)\n"
+    "    middle = len(ordered) // 2\n"
+    "    return ordered[middle]  # wrong for an even count\n"
+)
+FIXED = STATS.replace(
+    "    return ordered[middle]  # wrong for an even count\n",
+    "    if len(ordered) % 2:\n        return ordered[middle]\n"
+    "    return (ordered[middle - 1] + ordered[middle]) / 2\n",
+)
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "stats.py has a bug: median([1, 2, 3, 4]) should be 2.5. Fix it, keep the rest.",
+        "stats.py hat einen Fehler: median([1, 2, 3, 4]) sollte 2.5 sein. Behebe ihn.",
+    ],
+)
+def test_a_user_s_module_returned_as_given_never_ends_success(tmp_path, goal):
+    # a check that only keeps what the file did passes it unchanged: the end is held
+    keeps = {"kind": "python", "code": "assert median([3, 1, 2]) == 2"}
+    models = roles(plan_of("stats.py", keeps, "coder"), "")
+    drafts = [STATS + "\n# reviewed\n", FIXED]  # the same code (a comment aside), then a fix
+    models["default"] = ScriptedChatModel(responder=writer(lambda *_: drafts[0]))
+    graph, _ = sqlite_graph(tmp_path, models)
+    first = run(
+        graph, goal, context=ctx(max_revisions=1, fresh_drafts=0), thread_id="t",
+        files={"stats.py": STATS},
+    )  # fmt: skip
+    assert (first["status"], first["stop_reason"]) == ("awaiting_input", "unverified")
+    assert "stats.py" in first["escalation"]["question"]
+    drafts.pop(0)
+    done = resume(graph, "t", "median([1, 2, 3, 4]) == 2.5", context=ctx(max_revisions=1))
+    assert (done["status"], done["stop_reason"]) == ("success", "end")
+    state = graph.get_state(thread_config("t")).values
+    assert state["files"]["stats.py"]["content"] == FIXED
+
+
 def test_an_invalid_plan_from_the_planner_falls_back_to_a_plan_in_code_said_in_decisions(
     tmp_path,
 ):

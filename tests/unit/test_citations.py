@@ -651,3 +651,35 @@ def test_with_min_0_a_document_citing_nothing_passes_and_an_invented_url_fails()
     assert run_check(spec, {"r.md": "See https://made.up/x."}, "r.md", tool_outputs=returned)[
         "passed"
     ]
+
+
+RESULTS = (
+    "[1] https://docs.example.org/hnsw\nHNSW ist ein Graphindex für die ungefähre Suche nach "
+    "nächsten Nachbarn, mit mehreren Ebenen und hoher Trefferquote.\n\n"
+    "[2] https://docs.example.org/ivf\nIVF clusters the vectors with k-means and searches only "
+    "the clusters nearest to the query."
+)
+
+
+def test_text_copied_from_a_source_must_cite_it_in_any_language():
+    spec = {"kind": "citations", "min": 0}
+    copied = "HNSW ist ein Graphindex für die ungefähre Suche nach nächsten Nachbarn, schnell."
+    report = run_check(spec, {"r.md": copied}, "r.md", tool_outputs=RESULTS)
+    assert not report["passed"]
+    assert "https://docs.example.org/hnsw" in report["evidence"]
+    assert "docs.example.org/ivf" not in report["evidence"]  # nothing of it was copied
+    cited = copied + " [Quelle](https://docs.example.org/hnsw)"  # cited as a link
+    assert run_check(spec, {"r.md": cited}, "r.md", tool_outputs=RESULTS)["passed"]
+    # a few words in common (a name, a phrase) are not a copy
+    own = "IVF clusters the vectors, then HNSW links them: two ways to search."
+    assert run_check(spec, {"r.md": own}, "r.md", tool_outputs=RESULTS)["passed"]
+
+
+def test_a_copy_asks_for_its_source_even_when_enough_others_are_cited():
+    spec = {"kind": "citations", "min": 1}
+    text = (
+        "See https://docs.example.org/hnsw. IVF clusters the vectors with k-means and "
+        "searches only the clusters nearest to the query."
+    )
+    report = run_check(spec, {"r.md": text}, "r.md", tool_outputs=RESULTS)
+    assert not report["passed"] and "https://docs.example.org/ivf" in report["evidence"]

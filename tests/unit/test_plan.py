@@ -1,7 +1,8 @@
 import pytest
 
 from agent.plan import plan_actual_diff
-from agent.plan.progress import merge_replan, ready_steps
+from agent.plan.progress import merge_replan, ready_steps, unchanged_given
+from agent.plan.steps import Step
 from agent.plan.validation import parse_plan as _parse_plan
 from agent.vfs.entries import file_entry
 from tests.fakes import chain, step
@@ -137,3 +138,27 @@ def test_a_huge_or_hostile_goal_is_planned_without_an_error(goal):
     plan = [{"step_id": "S1", "action": "coder", "instructions": "do it", "expected_output": first}]
     steps, errors = _parse_plan({"steps": plan}, actions=ACTIONS, max_steps=5, goal=goal)
     assert errors == [] and steps is not None and steps[0].expected_output == first
+
+
+def test_a_user_s_module_still_as_given_is_unchanged_whatever_its_layout():
+    given = "def f(x):\n    return x\n"
+    plan = {"steps": [{"step_id": "S1", "expected_output": "m.py"}]}
+
+    def files(content: str) -> dict:
+        entry = file_entry(content, step=1, status="done", origin="user")
+        return {"m.py": entry | {"given": given}}
+
+    assert unchanged_given(plan, files("def f(x):\n\n    return x  # same code\n")) == ["m.py"]
+    assert unchanged_given(plan, files("def f(x):\n    return x + 1\n")) == []
+    assert unchanged_given(plan, files("def f(x:\n")) == []  # unparsable: not the same code
+    # the agent's own module, or a user's file no step writes, is not asked about
+    own = {"m.py": file_entry(given, step=1, status="done")}
+    assert unchanged_given(plan, own) == []
+    assert unchanged_given({"steps": []}, files(given)) == []
+    # a replan writes such a module again, though its step did not change
+    steps = [Step.model_validate(step("S1", "m.py", action="coder"))]
+    first, _ = merge_replan(None, steps, {})
+    _, stale = merge_replan(first, steps, files(given), reopen=["m.py"])
+    assert stale == ["m.py"]
+    _, kept = merge_replan(first, steps, files(given))
+    assert kept == []

@@ -53,6 +53,11 @@ def test_a_success_is_remembered_per_model():
     assert methods.order("local") == [Method.JSON_SCHEMA, Method.FUNCTION_CALLING, Method.TEXT]
     assert methods.order("other") == [Method.FUNCTION_CALLING, Method.JSON_SCHEMA, Method.TEXT]
     assert methods.snapshot("local")["last_success"] == Method.JSON_SCHEMA
+    # kept in checkpoints: plain strings, which every serializer loads without an allow-list
+    methods.record_failure("local", Method.FUNCTION_CALLING, "no structured answer")
+    snapshot = methods.snapshot("local")
+    kinds = {type(v) for v in [snapshot["last_success"], *snapshot["order"], *snapshot["refusals"]]}
+    assert kinds == {str}
 
 
 def test_repeated_misses_demote_a_method_and_a_success_resets_them():

@@ -342,6 +342,16 @@ def test_a_revision_of_a_step_with_tools_but_no_traced_check_keeps_its_tools():
     assert w.direct_inputs(revising=True) is None
 
 
+def test_a_check_refusing_invented_urls_only_needs_no_tools():
+    # min 0 (the floor's, on all prose): no source is needed, so the draft is asked directly
+    no_sources = {"kind": "all", "checks": [{"kind": "non_empty"}, {"kind": "citations", "min": 0}]}
+    w, _ = worker(["x"], step={**STEP, "done_when": no_sources}, inputs={"notes.md": "say OK"})
+    assert w.direct_inputs() == {"notes.md": "say OK"}
+    asking = {**no_sources, "checks": [*no_sources["checks"], {"kind": "citations"}]}
+    w, _ = worker(["x"], step={**STEP, "done_when": asking}, inputs={"notes.md": "say OK"})
+    assert w.direct_inputs() is None
+
+
 def test_search_first_needs_a_citations_check_and_a_tool_that_searches():
     search = local_search_tool(CORPUS)
     assert search_first(CITED, {search.name: search}, "g")["args"] == {"query": "g"}
