@@ -76,6 +76,7 @@ class Planner:
             metered = self.roles.metered("planner", ctx, asked, trajectory=trajectory)
         except Exception as exc:  # no model to ask: a missing key, an unknown provider
             return model_failure(exc, "planner", state, ctx, {}, last=last)
+        profile = profile_for(ctx.profile, metered.model)
         try:
             outcome = await ask_planner(
                 metered,
@@ -85,7 +86,7 @@ class Planner:
                 max_plan_steps=ctx.max_plan_steps,
                 planning=ctx.planning,
                 databases=tuple(declared_databases(ctx, self.databases)),
-                profile=profile_for(ctx.profile, metered.model),
+                profile=profile,
                 workspace=await asyncio.to_thread(folder_paths, ctx, self.workspace),
             )
         except Exception as exc:
@@ -95,7 +96,7 @@ class Planner:
         update |= learnt_update(metered)
         if outcome.steps is None:
             return command_for(invalid_plan(outcome.errors), state, ctx, update)
-        question = outcome.criteria.question
+        question = outcome.criteria.question if profile.model_questions else None
         if question and not state.get("plan") and not asked["answer"].strip():
             # the goal asks the user first: no step may guess the answer (the plan waits)
             pause = question_first(question.quote or question.text)

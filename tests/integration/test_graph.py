@@ -119,6 +119,22 @@ def test_a_goal_asking_the_user_first_pauses_before_the_plan_runs_then_plans_wit
     assert goal_now.startswith(goal) and "the 9th of March" in goal_now  # every step sees it
 
 
+def test_a_profile_without_model_questions_runs_the_plan_the_model_asked_a_question_with(
+    tmp_path,
+):
+    # small-local: the 1.5B read questions into goals that asked none; the plan runs instead
+    goal = "Write notes.md for the launch. Ask the user which date the launch is on first."
+    asks = {"text": "Which date?", "quote": "Ask the user which date the launch is on first."}
+    planned = {"steps": [step("S1", "notes.md")], "criteria": {"question": asks}}
+    roles = models([planned], [END])
+    graph, _ = sqlite_graph(tmp_path, roles)
+    done = run(graph, goal, context=ctx(profile="small-local"), thread_id="t")
+    assert done["stop_reason"] != "question_first"
+    assert graph.get_state(thread_config("t")).values["plan"]["steps"][0]["expected_output"] == (
+        "notes.md"
+    )
+
+
 def test_a_question_the_goal_does_not_ask_never_pauses(tmp_path):
     asks = {"text": "Which date?", "quote": "Ask the user which date"}  # not in the goal
     planned = {"steps": [step("S1", "notes.md")], "criteria": {"question": asks}}
