@@ -307,8 +307,9 @@ def run_lent_check(
     try:
         report = _CHECKS[kind].fn(normal, contents, path)
     except Exception as exc:  # a check must fail with evidence, never crash the graph
-        if kind == "rubric" and classify(exc) in _MODEL_ERRORS:
-            raise  # the judge model failed, not the artifact: the worker handles its class
+        if classify(exc) in _MODEL_ERRORS and "rubric" in check_kinds(normal):
+            raise  # the judge model failed (alone or in an ``all``), not the artifact: the
+            # worker handles its class
         report = make_report(kind, False, 0.0, f"check crashed: {type(exc).__name__}: {exc}")
     return tidy_report(report, kind)
 

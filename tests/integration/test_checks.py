@@ -616,7 +616,7 @@ def test_rubric_check_without_a_judge_fails(fake_critic):
         ({"kind": "sql", "expect_rows": "3"}, "needs 'db'"),
         ({"kind": "sql", "db": "x.sqlite", "expect_rows": True}, "'expect_rows'"),
         ({"kind": "rubric", "criteria": [" "]}, "must not be blank"),
-        ({"kind": "citations", "min": 0}, "kind 'citations' takes 'min'"),
+        ({"kind": "citations", "min": -1}, "kind 'citations' takes 'min'"),
         ({"kind": "teleport"}, "unknown check kind 'teleport'"),
         ({"pattern": "x"}, "needs a 'kind', one of: citations, contains, exists"),
         (42, "not int"),

@@ -323,3 +323,23 @@ def test_rubric_report_on_a_malformed_critique_fails_with_score_zero() -> None:
     assert report["passed"] is False
     assert report["score"] == 0.0
     assert report["evidence"].startswith("malformed critique: ")
+
+
+def test_a_judge_s_model_error_is_raised_from_a_rubric_inside_an_all_too() -> None:
+    # the floor puts prose's rubric in an ``all`` beside presence and citations: a judge
+    # without permission is the run's error, not a crashed check the loop revises against
+    from agent.checks import run_check
+    from agent.models.scripted import ScriptedChatModel
+
+    class Forbidden(Exception):
+        status_code = 403
+
+    judge = ScriptedChatModel(responder=lambda messages: Forbidden("no access"))
+    spec = {
+        "kind": "all",
+        "checks": [{"kind": "non_empty"}, {"kind": "citations", "min": 0}, "names its subject"],
+    }
+    with pytest.raises(Forbidden):
+        run_check(spec, {"a.md": "text"}, "a.md", judge=judge)
+    crashing = {"kind": "all", "checks": [{"kind": "non_empty"}, {"kind": "regex", "pattern": "("}]}
+    assert not run_check(crashing, {"a.md": "text"}, "a.md")["passed"]  # others never raise
