@@ -20,6 +20,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 from agent.plan.criteria import MAX_SCANNED_CHARS, folded
@@ -61,7 +62,7 @@ def unsourced_values(
     )
     found = []
     for key, placeholder in opened.items():
-        for value in list(_values_of(doc, key))[:MAX_LEAVES]:
+        for value in islice(_values_of(doc, key), MAX_LEAVES):
             if not _sourced(value, sources):
                 found.append((key, json.dumps(value, ensure_ascii=False)[:120], placeholder))
     return {path: found} if found else {}
