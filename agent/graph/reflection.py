@@ -19,6 +19,7 @@ from agent.graph.roles import Roles, learnt_update
 from agent.graph.routes import ReflectionRoute, command_for
 from agent.graph.turn import config_failure
 from agent.models.factory import Metered
+from agent.models.profiles import profile_for
 from agent.prompts import render
 from agent.reflection.model_view import (
     ReflectionAnswer,
@@ -52,6 +53,7 @@ class Reflection:
             # before any rule: a step waits for a human, whatever the others did
             return command_for(approval_decision(requests), state, ctx, update, situation=s)
         decision = rules.decide_by_rule(s, self.rules)
+        model_ends = True  # an end by rule stands on its evidence
         last = last_attempt(runtime, self.attempts)
         if decision is None:
             try:
@@ -67,7 +69,10 @@ class Reflection:
             update["usage"] = metered.usage
             update |= learnt_update(metered)
             decision = rules.validate_decision(decision, s)
+            model_ends = profile_for(ctx.profile, metered.model).model_ends
         decision = rules.held_to_evidence(decision, s)
+        if not model_ends:  # the profile takes no end on the model's word alone
+            decision = rules.unjudged_end(decision)
         update["file_summaries"] = summary_changes(state.get("file_summaries") or {}, s)
         return command_for(decision, state, ctx, update, situation=s)
 

@@ -63,6 +63,12 @@ class Profile:
     leaves open still holds the end (:mod:`agent.plan.open_values`). On the 1.5B, of 24
     goals, the criteria call read a question into three that asked none (a refactor, a
     function, a query: each paused before any work) and into one of the three that did."""
+    model_ends: bool = True
+    """An ``end`` reflection's model decides (no rule ended the run: some check did not
+    execute or parse the artifact against stated criteria) stands. Off, it pauses
+    ``unverified`` for a human to accept: the model's judgement is not evidence. On the 1.5B,
+    both of its ends over 24 goals were false successes (an order and a dependency the goal
+    stated only in words, which no check read); every goal it solved ended by rule."""
 
     def switches(self) -> dict[str, bool]:
         """The profile's switches by name (what docs and ``--profile`` listings show)."""
@@ -83,7 +89,7 @@ SMALL_LOCAL = Profile(
     name=str(ProfileChoice.SMALL_LOCAL),
     description="small local models (about 3B parameters or fewer): plans made in code when the "
     "goal names its files, plan repairs, fresh drafts first, data files printed by a program, "
-    "no pause on a question the model reads into the goal",
+    "no pause on a question the model reads into the goal, no end on the model's word alone",
     patterns=(
         "*qwen2.5-coder-0.5b*",
         "*qwen2.5-coder-1.5b*",
@@ -104,6 +110,7 @@ SMALL_LOCAL = Profile(
     fresh_drafts_first=True,
     computed_data=True,
     model_questions=False,
+    model_ends=False,
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (DEFAULT, SMALL_LOCAL)}

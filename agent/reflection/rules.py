@@ -328,6 +328,23 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
     )
 
 
+def unjudged_end(d: Decision) -> Decision:
+    """An ``end`` reflection's model decided, for a profile that does not take the model's
+    word as evidence (``Profile.model_ends`` off): no rule ended the run, so some check did
+    not execute or parse an artifact against what the goal states, and the human is asked
+    to accept the artifacts. Any other decision is returned as it is."""
+    if d.decision != vocabulary.Decision.END:
+        return d
+    return _unverified(
+        d,
+        "no check settled everything the goal states, and this model profile takes no "
+        "end on the model's word alone",
+        "no check settled everything the goal states, and reflection's model judging it "
+        "done is not evidence with this model profile. Accept the artifacts as they are, or "
+        "answer with what is missing or wrong (an example such as f(...) == ... is checked).",
+    )
+
+
 def _unverified(d: Decision, why: str, ask: str) -> Decision:
     """The ``unverified`` pause over an end: what the evidence does not show, and the ask."""
     return Decision(

@@ -973,3 +973,23 @@ def test_a_paused_or_failed_result_says_why_in_plain_fields(tmp_path):
     assert paused["status"] == "awaiting_input"
     assert paused["message"] == paused["escalation"]["question"]
     assert paused["open_issues"]
+
+
+def test_a_profile_taking_no_end_on_the_models_word_pauses_unverified_where_default_ends(
+    tmp_path,
+):
+    # small-local: on the 1.5B both ends its reflection model decided were false successes
+    goal = "Summarise the launch on 9 March for the team."  # names no file: no rule ends it
+    for profile, wanted in (("default", ("success", "end")), ("small-local", None)):
+        roles = models([{"steps": [step("S1", "notes.md")]}], [END])
+        graph, _ = sqlite_graph(tmp_path / profile, roles)
+        result = run(graph, goal, context=ctx(profile=profile), thread_id="t")
+        decisions = graph.get_state(thread_config("t")).values["decisions"]
+        assert decisions[-1]["by"] == "model"  # no rule ended it: the model was asked
+        if wanted:
+            assert (result["status"], result["stop_reason"]) == wanted
+            continue
+        assert (result["status"], result["stop_reason"]) == ("awaiting_input", "unverified")
+        assert result["artifacts"] and "accept" in result["escalation"]["question"].lower()
+        accepted = resume(graph, "t", {"action": "accept"}, context=ctx(profile=profile))
+        assert (accepted["status"], accepted["stop_reason"]) == ("success", "accepted_by_human")

@@ -131,3 +131,16 @@ def test_examples_a_human_answers_with_are_run_by_the_replan_s_checks():
         "textkit/words.py": ["longest_word"],
         "textkit/count.py": ["word_lengths"],
     }
+
+
+def test_an_end_the_model_decided_becomes_unverified_for_a_profile_without_model_ends():
+    from agent.reflection.rules import unjudged_end
+    from agent.vocabulary import StopReason
+
+    held = unjudged_end(Decision(Choice.END, "looks done", by="model"))
+    assert held.decision == Choice.ESCALATE and held.stop_reason == StopReason.UNVERIFIED
+    assert held.forced and not held.counts_depth and held.question
+    assert "accept the artifacts as they are" in held.suggested_responses
+    for other in (Choice.CONTINUE, Choice.REPLAN, Choice.ESCALATE):
+        kept = Decision(other, "why", by="model")
+        assert unjudged_end(kept) is kept
