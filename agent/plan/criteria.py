@@ -260,7 +260,29 @@ def json_keys(text: str) -> tuple[list[str], list[str]]:
     top = min(d for _, d in depth_at)
     outer = list(dict.fromkeys(k for k, d in depth_at if d == top))
     inner = list(dict.fromkeys(k for k, d in depth_at if d > top))
+    if top > 0 and _QUOTED_NAME.search(_unbraced(text)):
+        # a fragment: names quoted outside every {...} are the document's (written without
+        # a colon), so the braced keys are of objects inside it ("items", a list of
+        # {"sku": ...}); read as the document's, they failed every right artifact
+        return [], list(dict.fromkeys(outer + inner))
     return outer, inner
+
+
+_QUOTED_NAME = re.compile(r"[\"'][A-Za-z_][\w.-]{0,80}[\"']")
+
+
+def _unbraced(text: str) -> str:
+    """``text`` outside every ``{...}``."""
+    out: list[str] = []
+    depth = 0
+    for char in text:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)
 
 
 def literal_criteria(text: str, files: list[str]) -> GoalCriteria:

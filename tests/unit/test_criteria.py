@@ -108,6 +108,19 @@ def test_json_keys_are_split_into_the_document_s_and_its_items():
     assert json_keys("Write out.json with the totals.") == ([], [])
 
 
+def test_keys_braced_beside_names_quoted_without_a_colon_are_the_items_keys():
+    # the document's keys written without a colon: the braced ones are of its items
+    de = (
+        'Erstelle out.json: "items", eine Liste von {"sku": string, "qty": integer}, nach sku '
+        'sortiert; "total", die Summe; "missing", die skus mit qty 0.'
+    )
+    assert json_keys(de) == ([], ["sku", "qty"])
+    ja = 'out.json を書く。「items」は {"sku": 文字列, "qty": 整数} のリスト、"total" は合計。'
+    assert json_keys(ja) == ([], ["sku", "qty"])
+    # a whole template, nothing quoted outside it: its keys are the document's
+    assert json_keys('Write conf.json: {"name": "x", "port": 8080}.') == (["name", "port"], [])
+
+
 def test_literal_criteria_go_to_the_goal_s_one_module_and_one_json_file():
     goal = (
         "Write stats.py with mean(xs: list[float]) -> float; mean([1, 3]) == 2.0. "
