@@ -148,7 +148,9 @@ def build_graph(
     wire(
         builder,
         planner=Planner(roles, declared, attempts, folder),
-        subagent=Subagent(roles, max_tool_turns, interrupt_config(interrupt_on), declared, folder),
+        subagent=Subagent(
+            roles, max_tool_turns, interrupt_config(interrupt_on), declared, folder, checkpointer
+        ),
         reflection=Reflection(roles, reflection_rules, attempts),
         retry_policy=retry_policy,
     )

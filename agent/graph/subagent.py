@@ -11,7 +11,6 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 
 from agent.context import Context, as_context
@@ -61,8 +60,12 @@ class Subagent:
         interrupt_on: Mapping[str, Mapping[str, Any]] | None = None,
         databases: Mapping[str, str] | None = None,
         workspace: str | None = None,
+        checkpointer: object | None = None,
     ) -> None:
         self.roles = roles
+        self.checkpointer = checkpointer
+        """build_graph's checkpointer, beside which the tool journal lives; None under
+        ``langgraph dev`` and LangGraph Server, whose store then keeps it."""
         self.max_tool_turns = max_tool_turns
         self.interrupt_on = dict(interrupt_on or {})
         self.databases = dict(databases or {})
@@ -125,7 +128,7 @@ class Subagent:
             extra_tools=tools,
             loop_config=as_learnt(loop_config, learnt, allowed=profile.fresh_drafts_first),
             max_tool_turns=self.max_tool_turns,
-            scope=call_scope(runtime, self._interrupt_on(ctx)),
+            scope=call_scope(runtime, self._interrupt_on(ctx), self.checkpointer),
             tool_calling=ctx.tool_calling,
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
@@ -172,9 +175,12 @@ def task_inputs(task: SubagentTask, files: Mapping[str, Any]) -> dict[str, str]:
     return {p: files[p]["content"] for p in task.get("readable", ()) if p in files}
 
 
-def call_scope(runtime: Runtime[Context], interrupt_on: Mapping[str, Any]) -> CallScope:
+def call_scope(
+    runtime: Runtime[Context], interrupt_on: Mapping[str, Any], checkpointer: object | None = None
+) -> CallScope:
     """Where a subagent's tool calls happen: its thread, turn and plan, the thread's journal
-    (beside its checkpoints, ``agent.store.journal``) and approvals, and the tools to approve."""
+    (beside ``checkpointer``'s checkpoints, else in the run's store: ``agent.store.journal``)
+    and approvals, and the tools to approve."""
     try:
         configurable = get_config().get("configurable") or {}
     except RuntimeError:
@@ -184,7 +190,7 @@ def call_scope(runtime: Runtime[Context], interrupt_on: Mapping[str, Any]) -> Ca
         thread_id=str(configurable.get("thread_id") or ""),
         turn=str(turn.get("human_id") or turn.get("started_at") or ""),
         plan_version=int(current_channel("plan").get("version") or 0),
-        journal=journal_for(configurable.get(CONFIG_KEY_CHECKPOINTER), runtime.store),
+        journal=journal_for(checkpointer, runtime.store),
         approvals=current_channel("approvals"),
         interrupt_on=interrupt_on,
     )

@@ -27,8 +27,6 @@ KNOWN = {
     # superstep sees them: the public alternatives carry the contents in every Send (stored
     # again per step and round) or go through ToolNode's hydration of ToolRuntime.state
     ("agent/graph/inputs.py", "langgraph.pregel._read.ChannelRead"),
-    # the running thread's checkpointer, so the journal lives beside its checkpoints
-    ("agent/graph/subagent.py", "langgraph.constants.CONFIG_KEY_CHECKPOINTER"),
 }
 
 
