@@ -3,8 +3,6 @@ source, verdicts; written as an adversary varies a hidden or look-alike source."
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -635,11 +633,11 @@ def test_min_must_be_a_whole_number_not_below_zero(spec, ok):
         "[" * 10_000,
     ],
 )
-def test_hostile_text_is_read_in_linear_time(hostile):
-    started = time.monotonic()
-    citations(hostile)
-
-    assert time.monotonic() - started < 10  # a quadratic reading takes minutes
+def test_hostile_text_is_read_without_error_and_cites_no_valid_source(hostile):
+    # its time, beside an input four times as long, is a benchmark: bench/hostile_text.py
+    found = citations(hostile)
+    assert all(isinstance(c.url, str) and c.url in hostile for c in found)
+    assert all(c.key is None or "a.com" in c.key for c in found)
 
 
 def test_with_min_0_a_document_citing_nothing_passes_and_an_invented_url_fails():
