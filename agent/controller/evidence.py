@@ -12,6 +12,7 @@ from agent.controller.records import StepRecords
 from agent.controller.sources import CitationSources
 from agent.events import check_event, emit
 from agent.vfs.entries import Workspace
+from agent.vfs.origin import same_as_given
 
 
 class StepEvidence:
@@ -29,6 +30,7 @@ class StepEvidence:
         judge: Any,
         sources: CitationSources,
         databases: Mapping[str, str] | None = None,
+        found: str | None = None,
     ) -> None:
         self.step = step
         self.workspace = workspace
@@ -37,6 +39,7 @@ class StepEvidence:
         self.judge = judge
         self.sources = sources
         self.databases = dict(databases or {})  # declared by the user: what sql checks open
+        self.found = found  # the file as the step found it, when leaving it so fails a draft
 
     async def gather(self, revision: int, failure: str | None = None) -> dict[str, Any]:
         """The check's report on the artifact, recorded and streamed; run off the event loop
@@ -58,6 +61,8 @@ class StepEvidence:
                     databases=self.databases,
                 )
             )
+            path = str(self.step["expected_output"])
+            report = left_as_found(report, path, self.found, self.workspace.found(path))
         self.records.event(
             "check",
             check={k: report[k] for k in ("kind", "passed", "score")},
@@ -66,6 +71,23 @@ class StepEvidence:
         )
         emit(check_event(self.records.step_id, revision, report))
         return report
+
+
+def left_as_found(
+    report: Mapping[str, Any], path: str, found: str | None, current: str
+) -> dict[str, Any]:
+    """``report``, failed when the draft left ``path`` as the step found it: a passing check
+    over a file nobody changed proves only that the file was already there (the user's
+    module to fix, returned as given). ``found`` None or empty: no such rule for this step."""
+    if not found or not current or not report.get("passed"):
+        return dict(report)
+    if not same_as_given(path, found, current):
+        return dict(report)
+    evidence = (
+        f"{path} is as this step found it: the draft changed nothing in it, and this step "
+        f"writes it to change it. Write the changed {path}."
+    )
+    return {**report, "passed": False, "score": 0.0, "evidence": evidence}
 
 
 def _kind(step: Mapping[str, Any]) -> str:

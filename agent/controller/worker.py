@@ -77,6 +77,8 @@ class StepWorker:
         tool_calling: str = "auto",
         databases: Mapping[str, str] | None = None,
         computed_data: bool = False,
+        unchanged_fails: bool = False,
+        as_given: str | None = None,
         tool_result_chars: int = TOOL_RESULT_CHARS,
         memory: bool = False,
         graph: Runnable | None = None,
@@ -133,7 +135,18 @@ class StepWorker:
             judge=step_judge(judge, self.metadata, self.replay),
             sources=sources,
             databases=databases,
+            found=self._as_given(inputs, as_given) if unchanged_fails else None,
         )
+
+    def _as_given(self, inputs: Mapping[str, str], as_given: str | None) -> str | None:
+        """The user's own text of the step's file: ``as_given`` (a user's file in the thread,
+        as the user gave it), else the folder's when the thread has no copy. None for a file
+        an earlier step wrote: leaving that as it was can be right (it already passes)."""
+        if as_given is not None:
+            return as_given
+        if self.step["expected_output"] not in inputs and self.given:
+            return self.given
+        return None
 
     def call_metadata(self) -> dict[str, Any]:
         """What each model call of this draft carries besides its role, so traces, chat UIs

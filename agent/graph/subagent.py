@@ -38,7 +38,7 @@ from agent.tools.approvals import interrupt_config
 from agent.tools.command import EXECUTE, execute_available, execute_tool
 from agent.tools.execute import CallScope
 from agent.vfs.folder import Folder, FolderError
-from agent.vfs.origin import keep_base, keep_origin
+from agent.vfs.origin import given_module, keep_base, keep_origin
 
 __all__ = [
     "Subagent",
@@ -133,6 +133,8 @@ class Subagent:
             replay=current_channel("replay").get(step["step_id"]),
             databases=declared_databases(ctx, self.databases),
             computed_data=profile.computed_data,
+            unchanged_fails=profile.unchanged_fails,
+            as_given=given_module(current_files(), str(step["expected_output"])),
             tool_result_chars=ctx.tool_result_chars,
             memory=run_memory(runtime, ctx) is not None,
             graph=spec.get("graph"),

@@ -69,6 +69,13 @@ class Profile:
     ``unverified`` for a human to accept: the model's judgement is not evidence. On the 1.5B,
     both of its ends over 24 goals were false successes (an order and a dependency the goal
     stated only in words, which no check read); every goal it solved ended by rule."""
+    unchanged_fails: bool = False
+    """A draft that hands back the user's module as the user gave it (the same code), or a
+    workspace folder's file as found, fails its check with that as its evidence, so the step
+    revises instead of handing in work nobody did (a file a step wrote may stay as it was).
+    Off, the check's own verdict stands (and an ``end`` over a user's module still as given
+    pauses ``unverified``). On the 1.5B, two of three bug-fix goals returned ``stats.py`` as
+    given, passed the checks of what the goal kept, and paused with no second draft."""
 
     def switches(self) -> dict[str, bool]:
         """The profile's switches by name (what docs and ``--profile`` listings show)."""
@@ -89,7 +96,8 @@ SMALL_LOCAL = Profile(
     name=str(ProfileChoice.SMALL_LOCAL),
     description="small local models (about 3B parameters or fewer): plans made in code when the "
     "goal names its files, plan repairs, fresh drafts first, data files printed by a program, "
-    "no pause on a question the model reads into the goal, no end on the model's word alone",
+    "no pause on a question the model reads into the goal, no end on the model's word alone, "
+    "a draft that leaves its file as found revised",
     patterns=(
         "*qwen2.5-coder-0.5b*",
         "*qwen2.5-coder-1.5b*",
@@ -111,6 +119,7 @@ SMALL_LOCAL = Profile(
     computed_data=True,
     model_questions=False,
     model_ends=False,
+    unchanged_fails=True,
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (DEFAULT, SMALL_LOCAL)}

@@ -3,12 +3,11 @@ plan version, which keeps the finished work a change does not touch."""
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from agent.plan.steps import Step
-from agent.vfs.origin import given, is_user_file
+from agent.vfs.origin import given, is_user_file, same_as_given
 
 __all__ = [
     "is_done",
@@ -112,15 +111,6 @@ def unchanged_given(
         entry = files.get(path)
         if entry is None or not is_user_file(entry) or not path.lower().endswith(".py"):
             continue
-        if _same(given(entry), str(entry.get("content", ""))):
+        if same_as_given(path, given(entry), str(entry.get("content", ""))):
             out.append(path)
     return list(dict.fromkeys(out))
-
-
-def _same(before: str, after: str) -> bool:
-    if before.strip() == after.strip():
-        return True
-    try:
-        return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False

@@ -10,6 +10,7 @@ their names and first lines (:func:`planner_view`).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -25,10 +26,12 @@ from agent.vfs.user_files import (
 __all__ = [
     "USER",
     "given",
+    "given_module",
     "is_user_file",
     "keep_base",
     "keep_origin",
     "planner_view",
+    "same_as_given",
     "taken_in",
     "user_paths",
 ]
@@ -102,6 +105,15 @@ def given(entry: Mapping[str, Any]) -> str:
     return str(entry.get("given", entry.get("content", "")))
 
 
+def given_module(files: Mapping[str, Any], path: str) -> str | None:
+    """The text of the user's module at ``path`` as the user gave it; None for any other
+    file (only a module keeps that text once a step edited it, :func:`keep_origin`)."""
+    entry = files.get(path)
+    if not is_user_file(entry) or not path.lower().endswith(".py"):
+        return None
+    return given(cast(Mapping[str, Any], entry))
+
+
 def keep_origin(
     written: Mapping[str, FileEntry | None], files: Mapping[str, Any]
 ) -> dict[str, FileEntry | None]:
@@ -148,3 +160,16 @@ def keep_base(
         if isinstance(before.get("base"), Mapping):
             kept[path] = cast(FileEntry, {**entry, "base": dict(before["base"])})
     return kept
+
+
+def same_as_given(path: str, before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` again: the same text (white space at its ends aside),
+    or for a module the same code (its syntax tree: comments and layout aside)."""
+    if before.strip() == after.strip():
+        return True
+    if not path.lower().endswith(".py"):
+        return False
+    try:
+        return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False

@@ -300,6 +300,25 @@ def test_a_user_s_module_returned_as_given_never_ends_success(tmp_path, goal):
     assert state["files"]["stats.py"]["content"] == FIXED
 
 
+def test_a_profile_failing_unchanged_drafts_revises_a_module_handed_back_as_given(tmp_path):
+    # small-local: the 1.5B handed stats.py back as given and the run paused with no second
+    # draft; the unchanged draft now fails its check, and the revision is the fix
+    models = roles(plan_of("stats.py", {"kind": "syntax"}, "coder"), "")
+    drafts = {False: STATS + "\n# reviewed\n", True: FIXED}  # first draft, then revisions
+    models["default"] = ScriptedChatModel(responder=writer(lambda _s, _p, rev: drafts[rev]))
+    graph, _ = sqlite_graph(tmp_path, models)
+    goal = "stats.py: median([1, 2, 3, 4]) gibt 3 statt 2.5 zurück. Behebe es."
+    run(
+        graph, goal, context=ctx(profile="small-local", max_revisions=1, fresh_drafts=0),
+        thread_id="t", files={"stats.py": STATS},
+    )  # fmt: skip
+    state = graph.get_state(thread_config("t")).values
+    checks = [e for e in state["trajectory"] if e.get("action") == "check"]
+    assert checks[0]["check"]["passed"] is False
+    assert "as this step found it" in checks[0]["observation"]
+    assert state["files"]["stats.py"]["content"] == FIXED
+
+
 def test_an_invalid_plan_from_the_planner_falls_back_to_a_plan_in_code_said_in_decisions(
     tmp_path,
 ):

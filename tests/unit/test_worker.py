@@ -700,3 +700,54 @@ def test_a_check_whose_runner_is_missing_stops_the_step_before_any_draft(monkeyp
     event = run.trajectory[0]
     assert event["error_class"] == "invalid_input" and event["fix"] == "pip install pytest"
     assert model.calls == []
+
+
+HALF_STEP = {
+    "step_id": "S1",
+    "depends_on": [],
+    "action": "coder",
+    "instructions": "Fix the bug in m.py.",
+    "expected_output": "m.py",
+    "done_when": {"kind": "syntax"},
+}
+GIVEN_MODULE = "def half(x):\n    return x // 2\n"
+
+
+@pytest.mark.parametrize("unchanged_fails", [True, False])
+def test_a_users_module_handed_back_as_given_is_revised_only_where_the_profile_says(
+    unchanged_fails,
+):
+    as_written = "def half(x):\n\n    return x // 2  # fine\n"  # the same code, laid out anew
+    fixed = "def half(x):\n    return x / 2\n"
+    responses = [f"```python\n{as_written}```", f"```python\n{fixed}```"]
+    w, model = worker(
+        responses,
+        step=HALF_STEP,
+        inputs={"m.py": GIVEN_MODULE},
+        unchanged_fails=unchanged_fails,
+        as_given=GIVEN_MODULE,
+    )
+    run = execute(w)
+    entry = run.files["m.py"]
+    assert entry["status"] == "done" and entry["check"]["passed"] is True
+    if not unchanged_fails:  # the check's own verdict stands: the file as given is done
+        assert len(model.calls) == 1 and "x // 2" in entry["content"]
+        return
+    first = [e for e in run.trajectory if e["action"] == "check"][0]
+    assert first["check"]["passed"] is False and "as this step found it" in first["observation"]
+    assert len(model.calls) == 2 and entry["content"].strip() == fixed.strip()
+    revision_prompt = str(model.calls[1][1].content)
+    assert "as this step found it" in revision_prompt  # the evidence reached the revision
+
+
+def test_a_file_an_earlier_step_wrote_may_be_handed_back_as_it_was():
+    # not the user's: it was written and checked before, and may already be right
+    w, model = worker(
+        [f"```python\n{GIVEN_MODULE}```"],
+        step=HALF_STEP,
+        inputs={"m.py": GIVEN_MODULE},
+        unchanged_fails=True,
+        as_given=None,
+    )
+    run = execute(w)
+    assert run.files["m.py"]["status"] == "done" and len(model.calls) == 1
