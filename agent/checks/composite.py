@@ -34,19 +34,24 @@ UNPROVEN = PRESENCE | {"syntax"}
 criterion: alone, they never let reflection end a run by rule."""
 
 
-def proves_criteria(spec: Any) -> bool:
+def proves_criteria(spec: Any, *, judged: bool = True) -> bool:
     """Whether a ``done_when`` spec executes or parses its artifact against stated criteria
     (or has a judge read it against a rubric): a part of another kind than
     :data:`UNPROVEN`, a ``json_schema`` or ``json_shape`` that asks more than "any JSON"
-    included."""
+    included. ``citations`` with ``min`` 0 states no criterion (it only refuses invented
+    sources). ``judged`` False: a ``rubric`` part proves nothing either, for a judge whose
+    pass is its model's word only (``Profile.judge_proves``)."""
     if isinstance(spec, Mapping) and spec.get("kind") == "all":
-        return any(proves_criteria(p) for p in spec.get("checks") or ())
+        return any(proves_criteria(p, judged=judged) for p in spec.get("checks") or ())
     if isinstance(spec, Mapping) and spec.get("kind") == "json_schema":
         return bool(spec.get("schema"))
     if isinstance(spec, Mapping) and spec.get("kind") == "json_shape":
         shape = parsed(spec)  # "any JSON" unless it states keys, orders...
         return isinstance(shape, JsonShapeSpec) and shape.states()
-    return any(kind not in UNPROVEN for kind in check_kinds(spec))
+    if isinstance(spec, Mapping) and spec.get("kind") == "citations" and spec.get("min") == 0:
+        return False
+    unproven = UNPROVEN if judged else UNPROVEN | {"rubric"}
+    return any(kind not in unproven for kind in check_kinds(spec))
 
 
 def _validate_all(spec: dict[str, Any]) -> list[str]:

@@ -7,7 +7,6 @@ text and small, else its path and a short excerpt."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from langchain_core.messages import AIMessage
 
 from agent.graph.inputs import StateView, thread_id
 from agent.graph.result import build_result, failure_text
-from agent.vfs.quoting import code_span, screen_text
+from agent.vfs.quoting import code_span, fenced_block, screen_text
 from agent.vocabulary import FileStatus, Status, StopReason
 
 __all__ = [
@@ -36,7 +35,16 @@ ANSWER_LINES = 60
 """Lines of the final answer shown."""
 PATH_CHARS = 300
 """Characters of an artifact's path shown (escaped)."""
-_FENCES = {".py": "python", ".sql": "sql", ".json": "json", ".js": "javascript", ".ts": "ts"}
+_FENCES = {
+    ".py": "python",
+    ".sql": "sql",
+    ".json": "json",
+    ".js": "javascript",
+    ".ts": "ts",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+}
 
 
 def finalize(state: StateView) -> dict[str, Any]:
@@ -82,13 +90,11 @@ def _is_text(content: object) -> bool:
 
 
 def _shown(path: str, content: str) -> str:
-    """The artifact as Markdown: fenced for code, as it is for prose."""
-    suffix = path[path.rfind(".") :] if "." in path else ""
-    fence = _FENCES.get(suffix)
-    body = content.rstrip("\n")
-    # a fence longer than any run of backticks inside, so the content cannot close it
-    ticks = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", body)), default=0))
-    return f"{ticks}{fence}\n{body}\n{ticks}" if fence else body
+    """The artifact as a fenced block (with its language when known): its text as written,
+    markdown and HTML included, never live markup on a chat screen (a report's image link
+    would make the reader's browser fetch it, a way out of a sandbox with no network)."""
+    suffix = path[path.rfind(".") :].lower() if "." in path else ""
+    return fenced_block(content.rstrip("\n"), _FENCES.get(suffix, "text"))
 
 
 def shown_lines(text: str) -> str:

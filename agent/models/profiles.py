@@ -69,6 +69,12 @@ class Profile:
     ``unverified`` for a human to accept: the model's judgement is not evidence. On the 1.5B,
     both of its ends over 24 goals were false successes (an order and a dependency the goal
     stated only in words, which no check read); every goal it solved ended by rule."""
+    judge_proves: bool = True
+    """A rubric this model passed as the judge proves its artifact: an end by rule may rest
+    on it (prose no program can check). Off, the judge still reads and revises prose, but a
+    run whose prose only the judge passed goes to reflection's model (and, with
+    ``model_ends`` off, pauses ``unverified``). On the 1.5B its judge passed a report citing
+    no source for a goal asking for two, and the run ended ``success``."""
     unchanged_fails: bool = False
     """A draft that hands back the user's module as the user gave it (the same code), or a
     workspace folder's file as found, fails its check with that as its evidence, so the step
@@ -97,7 +103,7 @@ SMALL_LOCAL = Profile(
     description="small local models (about 3B parameters or fewer): plans made in code when the "
     "goal names its files, plan repairs, fresh drafts first, data files printed by a program, "
     "no pause on a question the model reads into the goal, no end on the model's word alone, "
-    "a draft that leaves its file as found revised",
+    "no end resting on its judge's pass, a draft that leaves its file as found revised",
     patterns=(
         "*qwen2.5-coder-0.5b*",
         "*qwen2.5-coder-1.5b*",
@@ -119,6 +125,7 @@ SMALL_LOCAL = Profile(
     computed_data=True,
     model_questions=False,
     model_ends=False,
+    judge_proves=False,
     unchanged_fails=True,
 )
 

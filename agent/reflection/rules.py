@@ -107,7 +107,8 @@ def rule_finished(s: Situation) -> Decision | None:
     named = set(named_files(s.goal))
     if not outputs & named or any(p not in outputs and p not in s.files for p in named):
         return None
-    if not all(proves_criteria(st.get("done_when")) for st in s.plan.get("steps", [])):
+    steps = s.plan.get("steps", [])
+    if not all(proves_criteria(st.get("done_when"), judged=s.judge_proves) for st in steps):
         return None
     if _open_critique(s):
         return None

@@ -30,6 +30,9 @@ class Situation:
     planning: str = Planning.UPFRONT
     """upfront or rolling (``Context.planning``): with rolling, a plan whose steps are all
     done may be one segment of the goal, and reflection may replan for the next one."""
+    judge_proves: bool = True
+    """Whether a rubric the judge passed proves its artifact, so an end by rule may rest on
+    it: the judge model's profile (``Profile.judge_proves``)."""
     ready: list[dict[str, Any]] = field(init=False)
     """The plan's steps that could run now, computed once."""
 
@@ -56,7 +59,11 @@ class Situation:
 
 
 def situation_from_state(
-    state: Mapping[str, Any], ctx: Context, *, now: float | None = None
+    state: Mapping[str, Any],
+    ctx: Context,
+    *,
+    now: float | None = None,
+    judge_proves: bool = True,
 ) -> Situation:
     """The one place a :class:`Situation` is built, for reflection and for the escalations
     decided elsewhere (an invalid plan, a model error) alike."""
@@ -77,4 +84,5 @@ def situation_from_state(
         exhausted=budget_of(state, ctx, now=now).exhausted,
         strict_end=ctx.strict_end,
         planning=ctx.planning,
+        judge_proves=judge_proves,
     )

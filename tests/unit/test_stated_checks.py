@@ -97,3 +97,14 @@ def test_a_replan_is_shown_the_planner_s_parts_by_their_origin_and_an_older_plan
     }
     assert without_floor({**older, "floor": True}) == own
     assert without_floor(older) == older  # not raised: the planner's own all
+
+
+def test_a_rubric_proves_prose_only_where_the_judges_pass_is_proof():
+    rubric = {"kind": "rubric", "criteria": ["It answers the goal."]}
+    prose = {"kind": "all", "checks": [{"kind": "non_empty"}, rubric]}
+    assert proves_criteria(prose) and not proves_criteria(prose, judged=False)
+    stated = {"kind": "all", "checks": [rubric, {"kind": "citations", "min": 2}]}
+    assert proves_criteria(stated, judged=False)  # a stated count is a program's check
+    # min 0 refuses invented sources and states nothing: it proves no criterion alone
+    assert not proves_criteria({"kind": "citations", "min": 0})
+    assert proves_criteria({"kind": "citations"})  # one unless said
