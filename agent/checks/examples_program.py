@@ -78,10 +78,37 @@ def _deepreflect_matches(got, want):
         return repr(got) == repr(wanted), ""
     if not _deepreflect_plain(got):
         return False, " (an object of the artifact's, not plain data)"
-    numbers = (bool, int, float, complex)
-    if type(got) is not type(wanted) and not (type(got) in numbers and type(wanted) in numbers):
+    if _deepreflect_kind(got) != _deepreflect_kind(wanted):
         return False, f" (a {type(got).__name__})"
-    return got == wanted, ""
+    if _deepreflect_same(got, wanted):
+        return True, ""
+    return False, " (an item of another type)" if got == wanted else ""
+
+
+def _deepreflect_kind(value):
+    """What a value is for a stated example: a bool is not a number here (``1`` is not
+    ``True``), an int and a float are one kind (``2.0`` answers ``2``), a complex is not a
+    real number; anything else is its type."""
+    kind = type(value)
+    if kind is bool:
+        return "bool"
+    return "real" if kind in (int, float) else kind
+
+
+def _deepreflect_same(got, wanted, depth=0):
+    """``got == wanted`` with every item's kind checked too (``[1, 0]`` is not
+    ``[True, False]``); both are plain data, so ``==`` is Python's own."""
+    if _deepreflect_kind(got) != _deepreflect_kind(wanted):
+        return False
+    if depth < 8 and type(wanted) is dict:
+        return got.keys() == wanted.keys() and all(
+            _deepreflect_same(got[key], wanted[key], depth + 1) for key in wanted
+        )
+    if depth < 8 and type(wanted) in (list, tuple):
+        return len(got) == len(wanted) and all(
+            _deepreflect_same(g, w, depth + 1) for g, w in zip(got, wanted, strict=True)
+        )
+    return got == wanted
 
 
 # an example states its result; a smoke call only the type of its result
