@@ -26,11 +26,12 @@ _STATUS_STYLE: dict[str, str] = {
     FileStatus.ACTIVE: "yellow",
 }
 _RESULT_STYLE: dict[str, str] = {Status.SUCCESS: "green", Status.FAILED: "red"}
-# C0 and C1 control characters but newline and tab: shown as \xNN, never sent to the
-# terminal, where an escape sequence in model text could recolour, move or retitle it.
+# C0 and C1 control characters but newline and tab, and the line and paragraph separators:
+# shown as \xNN / \uNNNN, never sent to the terminal, where an escape sequence in model text
+# could recolour, move or retitle it (a separator breaks a line some terminals do not show).
 _CONTROLS = {
     code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"
-}
+} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
 Styled = tuple[object, str]
 
 
