@@ -60,7 +60,8 @@ async def graph_draft(
         result = await graph.ainvoke(given)
     state = result if isinstance(result, Mapping) else {}
     messages = [m for m in state.get("messages") or [] if isinstance(m, BaseMessage)]
-    kept, refused = [], {}
+    kept: list[str] = []
+    refused = not_text(state.get("files"))
     for name, content in returned_files(state.get("files")).items():
         if workspace.contents().get(name) == content:
             continue  # an input handed back unchanged
@@ -84,12 +85,33 @@ def returned_files(value: Any) -> dict[str, str]:
         return {}
     files: dict[str, str] = {}
     for path, entry in value.items():
-        content = entry.get("content") if isinstance(entry, Mapping) else entry
+        content = _content(entry)
         if isinstance(content, list) and all(isinstance(line, str) for line in content):
             content = "\n".join(content)
         if isinstance(path, str) and isinstance(content, str):
             files[path] = content
     return files
+
+
+def not_text(value: Any) -> dict[str, str]:
+    """Why each file a graph returned that :func:`returned_files` leaves out was left out:
+    ``{path: why}`` (its content is no text, or its name no text)."""
+    if not isinstance(value, Mapping):
+        return {}
+    kept = returned_files(value)
+    return {
+        str(path)[:200]: (
+            f"its content is a {type(_content(entry)).__name__}, not text"
+            if isinstance(path, str)
+            else f"its name is a {type(path).__name__}, not text"
+        )
+        for path, entry in value.items()
+        if not (isinstance(path, str) and path in kept)
+    }
+
+
+def _content(entry: Any) -> Any:
+    return entry.get("content") if isinstance(entry, Mapping) else entry
 
 
 def _last_answer(messages: list[BaseMessage], path: str) -> str | None:

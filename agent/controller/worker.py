@@ -46,7 +46,7 @@ from agent.errors import ErrorClass, classify
 from agent.limits import MAX_TOOL_TURNS, REPEATED_TEMPERATURE, TOOL_RESULT_CHARS
 from agent.models.factory import Metered, merge_usage, model_key
 from agent.sandbox import SandboxUnavailable
-from agent.store.memories import MEMORY_PREFIX
+from agent.store.memories import MAX_MEMORY_BYTES, MEMORY_PREFIX
 from agent.tools.command import EXECUTE
 from agent.tools.execute import AwaitingHuman, CallScope, ToolCaller
 from agent.tools.filesystem import vfs_tools
@@ -108,6 +108,7 @@ class StepWorker:
             writable=[step["expected_output"]],
             scratch=scratch_prefix(self.step_id),
             shared=MEMORY_PREFIX if memory else None,
+            shared_max_bytes=MAX_MEMORY_BYTES,
             folder=folder,
         )
         self.given = self.workspace.found(step["expected_output"])

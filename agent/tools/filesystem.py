@@ -51,10 +51,6 @@ MAX_NAME_CHARS = 64
 _INT64 = 2**63
 
 
-class _NoArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class _PathArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(description="Relative POSIX path, e.g. src/app.py")
@@ -86,12 +82,17 @@ class _EditArgs(_PathArgs):
     new: str = Field(description="The replacement text.")
 
 
+class _LsArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = Field(None, description="List only this folder's files.")
+
+
 def vfs_tools(workspace: Workspace) -> list[BaseTool]:
     """The filesystem tools, bound to one subagent's workspace: the thread's files and, when
     the run has one, the workspace folder read in place (``agent.vfs.folder``)."""
 
-    def ls() -> str:
-        return listed(workspace.listing())
+    def ls(path: str | None = None) -> str:
+        return listed(workspace.listing(path))
 
     def glob(pattern: str) -> str:
         return listed(workspace.glob(pattern), what="files match")
@@ -111,7 +112,7 @@ def vfs_tools(workspace: Workspace) -> list[BaseTool]:
         return f"edited {edited}"
 
     specs: list[tuple[Callable[..., str], type[BaseModel], str]] = [
-        (ls, _NoArgs, "List the files you can read."),
+        (ls, _LsArgs, "List the files you can read (under a folder, when given)."),
         (glob, _GlobArgs, "List the files whose path matches a glob pattern."),
         (grep, _GrepArgs, "Find the lines that contain a literal text, as path:line: text."),
         (read_file, _ReadArgs, "Read one file (offset and limit: a part of it, in lines)."),

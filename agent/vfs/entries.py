@@ -7,7 +7,7 @@ through a :class:`Workspace` that enforces their write scope (docs/security.md).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from typing_extensions import TypedDict
@@ -216,6 +216,7 @@ class Workspace:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_files: int = MAX_FILES,
         shared: str | None = None,
+        shared_max_bytes: int | None = None,
         folder: Folder | None = None,
     ) -> None:
         self.folder = folder  # the workspace folder read in place, if the run has one
@@ -226,6 +227,7 @@ class Workspace:
         self._writable = {nfc(p) for p in writable}
         self._scratch = scratch
         self._shared = shared  # a folder every step may write (``memories/``)
+        self._shared_max_bytes = shared_max_bytes  # the largest file kept there
         self._max_file_bytes = max_file_bytes
         self._max_files = max_files
         self.written: dict[str, str] = {}
@@ -267,16 +269,17 @@ class Workspace:
         except PathError:
             return ""
 
-    def listing(self) -> list[str]:
-        """Every path this step can read: the thread's files and the folder's, a binary
-        folder file marked so."""
+    def listing(self, under: str | None = None) -> list[str]:
+        """Every path this step can read (under the folder ``under``, when given): the
+        thread's files and the folder's, a binary folder file marked so."""
+        inside = _under(under)
+        own = {p for p in self._files if inside(p)}
         if self.folder is None:
-            return self.ls()
-        own = set(self._files)
+            return sorted(own)
         marked = [
             p + (" (binary: not readable as text)" if self.folder.is_binary(p) else "")
             for p in self.folder.paths()
-            if p not in own
+            if p not in self._files and inside(p)
         ]
         return sorted([*own, *marked])
 
@@ -291,18 +294,21 @@ class Workspace:
     def grep(self, pattern: str, path: str | None = None, glob: str | None = None) -> str:
         """The lines containing ``pattern`` (literal text) in the readable files, or in
         ``path`` (a file or a folder) and those matching ``glob``; limits in the result."""
-        paths = self._all_paths()
-        if path:
-            where = validate_path(path)
-            paths = [p for p in paths if p == where or p.startswith(where + "/")]
+        inside = _under(path)
+        paths = [p for p in self._all_paths() if inside(p)]
         if glob:
             paths = glob_paths(glob, paths)
         note: list[str] = []
+        skipped: list[str] = []
         own = [(p, self._files[p]) for p in paths if p in self._files]
         rest = [p for p in paths if p not in self._files]
-        texts = own if self.folder is None else [*own, *self.folder.texts(rest, note=note)]
+        if self.folder is None:
+            texts = own
+        else:
+            texts = [*own, *self.folder.texts(rest, note=note, skipped=skipped)]
         result = grep_texts(pattern, texts)
         result.truncated = result.truncated or (note[0] if note else None)
+        result.skipped = skipped
         return result.text(pattern)
 
     def write(self, path: str, content: str) -> str:
@@ -312,6 +318,10 @@ class Workspace:
         size = len(content.encode("utf-8", errors="surrogatepass"))
         if size > self._max_file_bytes:
             msg = f"content is {size} bytes; the limit is {self._max_file_bytes}"
+            raise PathError(msg)
+        shared_max = self._shared_max_bytes
+        if shared_max is not None and self._in_shared(path) and size > shared_max:
+            msg = f"{path} is {size} bytes; a file in {self._shared} holds at most {shared_max}"
             raise PathError(msg)
         if path not in self._files:
             if len(self._files) >= self._max_files:
@@ -350,10 +360,12 @@ class Workspace:
         if now.sha256 == hashlib.sha256(_utf8(self._files[path])).hexdigest():
             self.bases[path] = now.as_dict()
 
+    def _in_shared(self, path: str) -> bool:
+        return bool(self._shared) and path.startswith(str(self._shared))
+
     def _folder_file(self, path: str) -> bool:
         """Whether a write of ``path`` is one ``apply`` writes back into the folder."""
-        shared = bool(self._shared) and path.startswith(str(self._shared))
-        return self.folder is not None and not is_scratch(path) and not shared
+        return self.folder is not None and not is_scratch(path) and not self._in_shared(path)
 
     def contents(self) -> dict[str, str]:
         """The thread's files this step sees (its writes included), not the folder's."""
@@ -365,3 +377,12 @@ class Workspace:
         if self.folder is None:
             return self.contents()
         return self.folder.sandbox_files() | self._files
+
+
+def _under(folder: str | None) -> Callable[[str], bool]:
+    """Whether a path is ``folder`` or inside it (every path when ``folder`` is None or
+    empty); PathError for a folder that is no valid path."""
+    if not folder or folder in (".", "./"):
+        return lambda _path: True
+    where = validate_path(folder.rstrip("/"))
+    return lambda path: path == where or path.startswith(where + "/")

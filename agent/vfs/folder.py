@@ -116,12 +116,13 @@ class Folder:
             current = current / name
             last = i == len(parts) - 1
             if current.is_symlink():
-                target = current.resolve()
-                if not target.is_relative_to(self.root):
+                target = _resolved(current)
+                if target is None or not target.is_relative_to(self.root):
                     shown = "/".join(parts[: i + 1])
+                    where = "in a loop" if target is None else "out of the workspace folder"
                     msg = (
-                        f"permission_denied: {shown!r} is a symlink leading out of the "
-                        "workspace folder; it cannot be read or written"
+                        f"permission_denied: {shown!r} is a symlink leading {where}; it "
+                        "cannot be read or written"
                     )
                     raise PathError(msg)
             if ignore and rules.ignored(current, is_dir=not last):
@@ -167,7 +168,7 @@ class Folder:
                 raise PathError(f"{relative!r} is not a regular file")
             if limit is not None and info.st_size > limit:
                 msg = f"{relative!r} is {info.st_size} bytes; the limit is {limit}"
-                raise PathError(msg)
+                raise TooLarge(msg)
             data = handle.read() if limit is None else handle.read(limit + 1)
         return data, Base(hashlib.sha256(data).hexdigest(), info.st_mtime_ns)
 
@@ -199,8 +200,8 @@ class Folder:
             if entry.name in SKIPPED_FOLDERS:
                 continue
             if entry.is_symlink():
-                target = path.resolve()
-                if target.is_relative_to(self.root) and target.is_file():
+                target = _resolved(path)
+                if target is not None and target.is_relative_to(self.root) and target.is_file():
                     if not rules.ignored(path, is_dir=False):
                         found.append(relative)
                 continue  # a link leading out, or to a folder, is never followed
@@ -226,14 +227,24 @@ class Folder:
         return False
 
     def texts(
-        self, paths: list[str], *, max_bytes: int = MAX_GREP_BYTES, note: list[str] | None = None
+        self,
+        paths: list[str],
+        *,
+        max_bytes: int = MAX_GREP_BYTES,
+        note: list[str] | None = None,
+        skipped: list[str] | None = None,
     ) -> Iterator[tuple[str, str]]:
         """``(path, text)`` of the text files among ``paths``, until ``max_bytes`` were
-        read (then ``note`` says so); binary and unreadable files are passed over."""
+        read (then ``note`` says so); binary and unreadable files are passed over, and
+        ``skipped`` names each file too large to read, with its size."""
         total = 0
         for path in paths:
             try:
                 text, _ = self.read(path)
+            except TooLarge as exc:
+                if skipped is not None:
+                    skipped.append(str(exc))
+                continue
             except PathError:
                 continue
             total += len(text.encode("utf-8", errors="surrogatepass"))
@@ -259,3 +270,15 @@ class Folder:
             msg = f"the workspace's text files total more than {MAX_SANDBOX_BYTES} bytes"
             raise FolderError(msg + "; checks and execute cannot be given them all")
         return files
+
+
+class TooLarge(PathError):
+    """A folder file over the size a tool reads."""
+
+
+def _resolved(link: Path) -> Path | None:
+    """Where a symlink leads, its links resolved; None for a loop (or a chain too long)."""
+    try:
+        return link.resolve()
+    except (RuntimeError, OSError):
+        return None

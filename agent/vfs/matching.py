@@ -103,12 +103,23 @@ class GrepResult:
     """Files searched."""
     truncated: str | None = None
     """The limit that stopped it, if one did."""
+    skipped: list[str] = field(default_factory=list)
+    """Files not searched, each with why (too large to read)."""
 
     def text(self, pattern: str) -> str:
+        shown = self.skipped[:MAX_SKIPPED_SHOWN]
+        more = len(self.skipped) - len(shown)
+        skipped = [f"(not searched: {'; '.join(shown)}{f'; {more} more' if more else ''})"]
+        tail = ([f"(stopped: {self.truncated})"] if self.truncated else []) + (
+            skipped if self.skipped else []
+        )
         if not self.lines:
-            return f"no line contains {pattern!r} ({self.files} files searched)"
-        tail = [f"(stopped: {self.truncated})"] if self.truncated else []
+            return "\n".join([f"no line contains {pattern!r} ({self.files} files searched)", *tail])
         return "\n".join(self.lines + tail)
+
+
+MAX_SKIPPED_SHOWN = 5
+"""How many files a grep names as not searched (the rest are counted)."""
 
 
 def grep_texts(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.vfs.entries import Workspace
-from agent.vfs.folder import Folder, FolderError
+from agent.vfs.folder import MAX_FILE_BYTES, Folder, FolderError
 from agent.vfs.paths import PathError
 
 
@@ -121,3 +121,48 @@ def test_rewriting_a_version_not_applied_keeps_the_threads_base(root):
     )
     workspace.write("src/app.py", "again\n")
     assert "src/app.py" not in workspace.bases  # keep_base carries the recorded one over
+
+
+def test_a_symlink_loop_is_left_out_of_the_listing_and_refused_by_name(root):
+    (root / "loop1").symlink_to(root / "loop2")
+    (root / "loop2").symlink_to(root / "loop1")
+    folder = Folder.open(root)
+    assert "loop1" not in folder.paths() and "src/app.py" in folder.paths()
+    workspace = Workspace({}, writable=["loop1"], folder=folder)
+    with pytest.raises(PathError, match="symlink leading in a loop"):
+        workspace.read("loop1")
+    with pytest.raises(PathError, match="symlink leading in a loop"):
+        workspace.write("loop1", "x")
+
+
+def test_grep_names_a_file_too_large_to_search_instead_of_saying_no_match(root):
+    size = MAX_FILE_BYTES + 1
+    (root / "big.txt").write_text("needle\n" + "a" * (size - 7))
+    workspace = Workspace({}, writable=[], folder=Folder.open(root))
+    answer = workspace.grep("needle", path="big.txt")
+    assert answer.startswith("no line contains 'needle' (0 files searched)")
+    assert f"not searched: 'big.txt' is {size} bytes; the limit is {MAX_FILE_BYTES}" in answer
+    assert "src/app.py:1:" in workspace.grep("app")  # a file under the limit is searched
+
+
+def test_ls_lists_one_folder_when_asked(root):
+    workspace = Workspace(
+        {"src/new.py": "n\n", "top.md": "t\n"}, writable=[], folder=Folder.open(root)
+    )
+    assert workspace.listing("src") == [
+        "src/.gitignore",
+        "src/app.py",
+        "src/keep.log",
+        "src/new.py",
+    ]
+    assert workspace.listing("src/") == workspace.listing("src")
+    assert "top.md" in workspace.listing() and "top.md" in workspace.listing(".")
+    with pytest.raises(PathError):
+        workspace.listing("../outside")
+
+
+def test_a_shared_file_over_its_limit_is_refused_when_written():
+    workspace = Workspace({}, writable=[], shared="memories/", shared_max_bytes=10)
+    assert workspace.write("memories/ok.md", "short") == "memories/ok.md"
+    with pytest.raises(PathError, match="memories/big.md is 11 bytes; a file in memories/ holds"):
+        workspace.write("memories/big.md", "x" * 11)
