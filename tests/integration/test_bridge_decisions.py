@@ -473,6 +473,7 @@ SHAPELESS = """
         ("import builtins\nassert builtins.callable(make())", "callable()"),
         ("assert hasattr(make(), '__enter__') and hasattr(make(), '__exit__')", "__enter__"),
         ("assert getattr(make(), '__len__', None) is not None", "__len__"),
+        ("assert hasattr(type(make()), '__iter__')", "__iter__"),
         (
             "try:\n    ok = callable(make())\nexcept TypeError:\n    ok = True\nassert ok",
             "callable()",

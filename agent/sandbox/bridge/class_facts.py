@@ -51,14 +51,20 @@ def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> 
             refuse_handle(obj, "asked callable() of it, a class fact; " + _WHAT)
         return original_callable(obj)
 
+    def refuse_dunder(obj: Any, how: str, name: Any) -> None:
+        what = f"asked {how}() of {name}, a class fact; " + _WHAT
+        if type(obj) is Remote:
+            refuse_handle(obj, what)
+        side.refuse(f"the artifact returned an object and the check {what}")  # type(obj)
+
     def guarded_hasattr(obj: Any, name: str, /) -> bool:
-        if type(obj) is Remote and _handles_own(name) and asked_by_check():
-            refuse_handle(obj, f"asked hasattr() of {name}, a class fact; " + _WHAT)
+        if (type(obj) is Remote or obj is Remote) and _handles_own(name) and asked_by_check():
+            refuse_dunder(obj, "hasattr", name)
         return original_hasattr(obj, name)
 
     def guarded_getattr(obj: Any, name: str, /, *default: Any) -> Any:
-        if type(obj) is Remote and _handles_own(name) and asked_by_check():
-            refuse_handle(obj, f"asked getattr() of {name}, a class fact; " + _WHAT)
+        if (type(obj) is Remote or obj is Remote) and _handles_own(name) and asked_by_check():
+            refuse_dunder(obj, "getattr", name)
         return original_getattr(obj, name, *default)
 
     builtins.callable = guarded_callable  # type: ignore[assignment]
