@@ -89,7 +89,7 @@ class _RemoteModule(types.ModuleType):
             return value  # the artifact's own submodule, asked for by name
         if isinstance(value, Remote) and value._deepreflect_label == "module":
             # a module the artifact imported: the check's own copy, if it has one
-            return _check_module(name) or value
+            return _check_module(name, value) or value
         return value  # an explicit import gives the artifact's object (``def html``)
 
     def _star(self, names: list[str], importer: Any) -> list[str]:
@@ -101,6 +101,8 @@ class _RemoteModule(types.ModuleType):
             if name in bound or hasattr(builtins, name):
                 continue
             own = _check_module(name)
+            if own is None and _installed(name):
+                own = _check_module(name, getattr(self.__dict__["_deepreflect_remote"], name))
             if own is not None:
                 bound[name] = own  # never the artifact's object or submodule
             else:
@@ -178,14 +180,16 @@ def _artifact_modules() -> set[str]:
     return set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
 
 
-def _check_module(name: str) -> types.ModuleType | None:
-    """The check's own import of ``name`` when it names a module the check knows (standard
-    library, installed here or already imported here): whatever the artifact binds to that
-    name, the check never uses the artifact's object in its place."""
+def _check_module(name: str, value: Any = None) -> types.ModuleType | None:
+    """The check's own import of ``name`` when it names a module the check knows: a
+    standard-library module or one already imported here, whatever the artifact binds to
+    that name, and a package installed here where the artifact's ``value`` is a module (its
+    own import of it; an artifact's ``def click`` stays its function)."""
     known = sys.modules.get(name)
     if known is not None and not isinstance(known, _RemoteModule):
         return known
-    if name not in sys.stdlib_module_names and not _installed(name):
+    module_value = isinstance(value, Remote) and value._deepreflect_label == "module"
+    if name not in sys.stdlib_module_names and not (module_value and _installed(name)):
         return None
     try:
         return importlib.import_module(name)
@@ -310,7 +314,7 @@ def _own_names(artifact: Any) -> dict[str, Any]:
     for name in _names(list(artifact)):
         if hasattr(builtins, name):
             continue
-        own = _check_module(name)
+        own = _check_module(name, artifact[name])
         names[name] = own if own is not None else artifact[name]
     return names
 
