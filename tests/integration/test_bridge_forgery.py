@@ -494,7 +494,7 @@ def test_a_star_import_never_gives_a_test_the_artifacts_tools():
     )
 
     assert not report["passed"]
-    assert report["evidence"].startswith("3 failed of 3 tests"), report["evidence"]
+    assert "3 failed of 3 tests" in report["evidence"], report["evidence"]
 
 
 LINGERING = {
