@@ -32,7 +32,7 @@ def examples_check(
     own: Mapping[str, str] | None = None,
     stated: bool = True,
 ) -> dict[str, Any]:
-    """A ``python`` check: every name in ``names`` is callable in the artifact, then every
+    """A ``python`` check: every name in ``names`` is defined in the artifact, then every
     ``(call, expected)`` holds (both are Python source; ``expected`` is compared with
     ``==``, or by ``repr`` when it does not evaluate), then every ``(call, returns)`` in
     ``smoke`` raises no error of broken code and returns the type named (any, when

@@ -2,23 +2,23 @@
 
 Not imported: its text runs in the check's sandbox with the artifact's names in scope
 (``agent.checks.examples.examples_check`` builds it). The host replaces the ``NAMES``,
-``EXAMPLES``, ``SMOKE``, ``GIVEN`` and ``KEEP`` lines: every name must be defined and
-callable, every (call, expected) pair must hold, every smoke call (a call with values of the
-parameters' stated types) must neither raise an error that means the code is broken
-(``TypeError``, ``NameError`` …) nor return another type than the one stated, and every
-``KEEP`` call must end as it does in ``GIVEN``, the module the user gave (run here, in the
-check's process: it is not the artifact's code): the same exception, or an equal plain
-value. All failures are quoted at once. A smoke call that raises anything else
-(``ValueError``) passes: the goal may refuse that value. A ``KEEP`` call whose result in
-``GIVEN`` differs between two calls (time, randomness) is not compared. Every ``SHARED``
-call, of a function a refactor moves shared code into (``GIVEN`` defines it as that code),
-returns what it returns in ``GIVEN``, a float up to rounding (the code may be rearranged).
-Every ``PATHS`` call, of a function a stated example shows wrong in ``GIVEN`` (the bug to
-fix), ends as it does in ``GIVEN`` when, there, it runs a line of the function that every
-failing example skips and skips one each runs: a fix of the even-length ``median`` must
-not change what an odd-length list returns. A ``KEEP`` failure is quoted once per function,
-with what that function does after the code it shares (``OWN``) when a refactor moves that
-code out of it.
+``EXAMPLES``, ``SMOKE``, ``GIVEN`` and ``KEEP`` lines: every name must be defined (whether
+it is callable is the artifact's word: the calls tell), every (call, expected) pair must
+hold, every smoke call (a call with values of the parameters' stated types) must neither
+raise an error that means the code is broken (``TypeError``, ``NameError`` …) nor return
+another type than the one stated, and every ``KEEP`` call must end as it does in ``GIVEN``,
+the module the user gave (run here, in the check's process: it is not the artifact's code):
+the same exception, or an equal plain value. All failures are quoted at once. A smoke call
+that raises anything else (``ValueError``) passes: the goal may refuse that value. A
+``KEEP`` call whose result in ``GIVEN`` differs between two calls (time, randomness) is not
+compared. Every ``SHARED`` call, of a function a refactor moves shared code into (``GIVEN``
+defines it as that code), returns what it returns in ``GIVEN``, a float up to rounding (the
+code may be rearranged). Every ``PATHS`` call, of a function a stated example shows wrong in
+``GIVEN`` (the bug to fix), ends as it does in ``GIVEN`` when, there, it runs a line of the
+function that every failing example skips and skips one each runs: a fix of the even-length
+``median`` must not change what an odd-length list returns. A ``KEEP`` failure is quoted
+once per function, with what that function does after the code it shares (``OWN``) when a
+refactor moves that code out of it.
 """
 
 NAMES: list[str] = []
@@ -29,11 +29,14 @@ KEEP: list[str] = []
 SHARED: list[tuple[str, str]] = []
 PATHS: list[str] = []
 OWN: dict[str, str] = {}
+# its bare builtins are builtins: it reaches the artifact's functions only through the calls
+# it evaluates, and a name in NAMES that is a builtin's is "not defined" (the runner reads this)
+__deepreflect_own_builtins__ = True
 
 _deepreflect_failed: list[str] = []
-for _name in NAMES:
-    if not callable(globals().get(_name)):
-        _deepreflect_failed.append(f"{_name} is not defined (or not callable)")
+for _name in NAMES:  # callable() of an artifact object is refused: the examples call it
+    if _name not in globals():
+        _deepreflect_failed.append(f"{_name} is not defined")
 _deepreflect_types = {
     "str": (str,),
     "int": (int,),

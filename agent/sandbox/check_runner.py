@@ -24,6 +24,10 @@ from typing import Any
 
 from __deepreflect_bridge__.artifact_side import ArtifactSide  # type: ignore[import-not-found]
 from __deepreflect_bridge__.check_side import CheckSide  # type: ignore[import-not-found]
+from __deepreflect_bridge__.class_facts import (  # type: ignore[import-not-found]
+    guard_class_facts,
+)
+from __deepreflect_bridge__.remote import Remote  # type: ignore[import-not-found]
 from __deepreflect_bridge__.wire import connect  # type: ignore[import-not-found]
 
 # -- the artifact's side ---------------------------------------------------------------------
@@ -70,19 +74,99 @@ def _package_module(path: str) -> str | None:
 
 class _RemoteModule(types.ModuleType):
     """An artifact module seen from the check: attribute reads go to the artifact's process,
-    but a name of a module the check knows (``math``, ``pytest``) reads as the check's own
-    import, and ``import *`` never binds a name the importer already has or a builtin."""
+    but a module the artifact imported (``math``, ``pytest``) reads as the check's own
+    import, and ``import *`` never binds a name the importer already has, a builtin or a
+    module the check knows (the check's own module is bound for the latter)."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__") and name != "__all__":
             raise AttributeError(name)
         remote = self.__dict__["_deepreflect_remote"]
         if name == "__all__":  # ``from m import *``: the importer's frame is the caller's
-            bound = sys._getframe(1).f_globals
-            names = _names(remote.__all__)
-            return [n for n in names if n not in bound and not hasattr(builtins, n)]
-        own = None if f"{self.__name__}.{name}" in _artifact_modules() else _check_module(name)
-        return own if own is not None else getattr(remote, name)
+            return self._star(_names(remote.__all__), sys._getframe(1))
+        value = getattr(remote, name)
+        if f"{self.__name__}.{name}" in _artifact_modules():
+            return value  # the artifact's own submodule, asked for by name
+        if isinstance(value, Remote) and value._deepreflect_label == "module":
+            # a module the artifact imported: the check's own copy, if it has one
+            return _check_module(name, value) or value
+        return value  # an explicit import gives the artifact's object (``def html``)
+
+    def _star(self, names: list[str], importer: Any) -> list[str]:
+        bound = importer.f_globals
+        builtin = [n for n in names if n not in bound and hasattr(builtins, n)]
+        _refuse_bare_builtins(self, builtin, importer.f_code.co_filename)
+        given = []
+        for name in names:
+            if name in bound or hasattr(builtins, name):
+                continue
+            own = _check_module(name)
+            if own is None and _installed(name):
+                own = _check_module(name, getattr(self.__dict__["_deepreflect_remote"], name))
+            if own is not None:
+                bound[name] = own  # never the artifact's object or submodule
+            else:
+                given.append(name)
+        return given
+
+
+def _refuse_bare_builtins(module: Any, names: list[str], filename: str) -> None:
+    """Fail the check where the artifact defines a builtin's name (``def sum``) that the
+    check's code uses bare without importing it: that name is the builtin there, and the
+    check would test the builtin instead of the artifact."""
+    if not names:
+        return
+    try:
+        with open(filename, encoding="utf-8") as handle:
+            used = _bare_uses(handle.read(), names)
+    except (OSError, SyntaxError, ValueError):
+        return
+    if used:
+        side = module.__dict__["_deepreflect_remote"]._deepreflect_side
+        _refuse_quietly(side, _builtin_line(module.__name__, used))
+
+
+def _bare_uses(source: str, names: list[str]) -> list[str]:
+    """Which of ``names`` the code reads as a bare name it never binds itself (no import,
+    assignment, definition or parameter of that name)."""
+    import ast
+
+    tree = ast.parse(source)
+    if any(
+        isinstance(node, ast.Assign)
+        and any(getattr(t, "id", None) == "__deepreflect_own_builtins__" for t in node.targets)
+        for node in tree.body
+    ):
+        return []  # the product's stated-examples program (``examples_program.py``)
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return [n for n in names if n in read and n not in bound]
+
+
+def _builtin_line(module: str, names: list[str]) -> str:
+    shown = ", ".join(names)
+    return (
+        f"the artifact defines {shown}, a builtin's name, and the check uses {shown} bare, "
+        f"which is the builtin, not the artifact's: reach the artifact's with "
+        f"`from {module} import {names[0]}` or `{module}.{names[0]}`"
+    )
+
+
+def _refuse_quietly(side: CheckSide, line: str) -> None:
+    """Record a refusal (the check fails with ``line``) and let the check run on."""
+    try:
+        side.refuse(line)
+    except TypeError:
+        pass
 
 
 def _names(listed: Any) -> list[str]:
@@ -96,20 +180,40 @@ def _artifact_modules() -> set[str]:
     return set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
 
 
-def _check_module(name: str) -> types.ModuleType | None:
-    """The check's own import of ``name`` when it names a module the check knows (standard
-    library or already imported here) and not one of the artifact's: whatever the artifact
-    binds to that name, the check never uses the artifact's object in its place."""
-    if name in _artifact_modules():
-        return None
-    if name in sys.modules:
-        return sys.modules[name]
-    if name not in sys.stdlib_module_names:
+def _check_module(name: str, value: Any = None) -> types.ModuleType | None:
+    """The check's own import of ``name`` when it names a module the check knows: a
+    standard-library module or one already imported here, whatever the artifact binds to
+    that name, and a package installed here where the artifact's ``value`` is a module (its
+    own import of it; an artifact's ``def click`` stays its function)."""
+    known = sys.modules.get(name)
+    if known is not None and not isinstance(known, _RemoteModule):
+        return known
+    module_value = isinstance(value, Remote) and value._deepreflect_label == "module"
+    if name not in sys.stdlib_module_names and not (module_value and _installed(name)):
         return None
     try:
         return importlib.import_module(name)
     except Exception:
         return None
+
+
+def _installed(name: str) -> bool:
+    """Whether a top-level module ``name`` imports here without the artifact (a third-party
+    package of the check's environment: the artifact's files are never in this sandbox)."""
+    if "." in name or not name.isidentifier():
+        return False
+    here = os.getcwd() + os.sep  # the check's own folder: its tests and the artifact's data
+    for finder in sys.meta_path:
+        if isinstance(finder, _RemoteFinder):
+            continue
+        try:
+            spec = finder.find_spec(name, None)
+        except Exception:
+            continue
+        origin = getattr(spec, "origin", None)  # None: a folder (a namespace package)
+        if isinstance(origin, str) and not os.path.abspath(origin).startswith(here):
+            return True
+    return False
 
 
 class _RemoteFinder:
@@ -120,8 +224,8 @@ class _RemoteFinder:
         self.bridge, self.names, self.packages = bridge, names, packages
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in self.names:
-            return None
+        if fullname not in self.names or _installed(fullname):
+            return None  # an artifact file never replaces the check's numpy or yaml
         is_package = fullname in self.packages
         loader: Any = self
         return importlib.machinery.ModuleSpec(fullname, loader, is_package=is_package)
@@ -150,30 +254,54 @@ def _report(verdict: dict[str, Any], bridge: CheckSide) -> None:
         json.dump(report, out)
 
 
-def _bridge_with_modules() -> CheckSide:
+def _bridge_with_modules(own_files: list[str]) -> CheckSide:
+    """The link, the artifact's modules importable as proxies, and class facts a handle
+    would invent refused to the check's own files (``class_facts``)."""
     bridge = CheckSide(connect())
     names = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_MODULES"]))
     packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
     sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
+    own = {os.path.abspath(path) for path in own_files}
+    guard_class_facts(bridge, lambda filename: os.path.abspath(filename) in own)
     return bridge
 
 
 def check_python(artifact: str, code_file: str) -> None:
     """Run the artifact (in its own process), then the check code against its namespace."""
-    bridge = _bridge_with_modules()
+    bridge = _bridge_with_modules([code_file])
     stage = "artifact"
     try:
-        namespace: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
-        namespace.update(_own_names(bridge.request("root", "run")))
+        # a real module, so what needs its module (a dataclass, pickle) finds it
+        module = sys.modules["__check__"] = types.ModuleType("__check__")
+        namespace: dict[str, Any] = module.__dict__
+        namespace["__builtins__"] = __builtins__
+        artifact_names = bridge.request("root", "run")
+        namespace.update(_own_names(artifact_names))
         stage = "check"
         with open(code_file, encoding="utf-8") as handle:
             source = handle.read()
+        builtin = [n for n in _names(list(artifact_names)) if hasattr(builtins, n)]
+        if builtin and (used := _safe_bare_uses(source, builtin)):
+            _refuse_quietly(bridge, _builtin_line(_module_name(artifact), used))
         exec(compile(source, os.path.basename(code_file), "exec"), namespace)
     except BaseException as exc:
         failure = _failure(exc, os.path.basename(code_file))
         _report({"ok": False, "stage": stage, **failure}, bridge)
         return
     _report({"ok": True}, bridge)
+
+
+def _safe_bare_uses(source: str, names: list[str]) -> list[str]:
+    try:
+        return _bare_uses(source, names)
+    except (SyntaxError, ValueError, RecursionError):
+        return []  # the run reports the check code's own syntax error
+
+
+def _module_name(artifact: str) -> str:
+    """How the check's code imports the artifact (``geometry``, ``textkit.words``)."""
+    stem = os.path.splitext(os.path.basename(artifact))[0]
+    return _package_module(artifact) or (stem if stem.isidentifier() else "artifact")
 
 
 def _own_names(artifact: Any) -> dict[str, Any]:
@@ -186,7 +314,7 @@ def _own_names(artifact: Any) -> dict[str, Any]:
     for name in _names(list(artifact)):
         if hasattr(builtins, name):
             continue
-        own = _check_module(name)
+        own = _check_module(name, artifact[name])
         names[name] = own if own is not None else artifact[name]
     return names
 
@@ -251,7 +379,7 @@ def check_pytest(ini: str, tests: list[str]) -> None:
     """Run the listed test files with our configuration only; report each test's outcome."""
     import pytest
 
-    bridge = _bridge_with_modules()
+    bridge = _bridge_with_modules(tests)
     verdict = _Verdict()
     args = [
         "-c",

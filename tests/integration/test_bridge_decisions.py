@@ -375,9 +375,6 @@ SHADOWS = """
         "import pytest\nfrom geometry import *\n\n"
         "def test_mean():\n    assert mean([2, 3]) == pytest.approx(2.5)\n\n"
         "def test_isclose():\n    assert math.isclose(mean([2, 3]), 2.5)\n",
-        "import pytest\nfrom geometry import mean, math\n\n"
-        "def test_mean():\n    assert mean([2, 3]) == pytest.approx(2.5)\n\n"
-        "def test_isclose():\n    assert math.isclose(mean([2, 3]), 2.5)\n",
     ],
 )
 def test_a_star_import_never_binds_the_artifacts_names_over_the_tests_own(tests):
@@ -439,3 +436,335 @@ def test_a_stated_example_of_a_right_artifact_passes():
     artifact = "def slugify(text):\n    return text.lower().replace(' ', '-')\n"
 
     assert run_check(spec, {"geometry.py": artifact}, "geometry.py")["passed"]
+
+
+# -- class facts a handle would invent -------------------------------------------------------
+
+SHAPELESS = """
+    class Nothing:
+        __hash__ = None
+        def __init__(self):
+            self.items = [1, 2]
+    def make():
+        return Nothing()
+"""
+
+
+@pytest.mark.parametrize(
+    "check, said",
+    [
+        (
+            "import collections.abc\nassert isinstance(make(), collections.abc.Iterator)",
+            "'Iterator'",
+        ),
+        ("from collections.abc import Hashable\nassert isinstance(make(), Hashable)", "'Hashable'"),
+        (
+            "from collections.abc import Container, Sized\n"
+            "assert isinstance(make(), (Container, Sized))",
+            "'Container'",
+        ),
+        ("import typing\nassert isinstance(make(), typing.SupportsIndex)", "'SupportsIndex'"),
+        ("import typing\nassert isinstance(make(), typing.Iterable)", "'Iterable'"),
+        (
+            "import collections.abc\nassert issubclass(type(make()), collections.abc.Callable)",
+            "'Callable'",
+        ),
+        ("assert callable(make())", "callable()"),
+        ("import builtins\nassert builtins.callable(make())", "callable()"),
+        ("assert hasattr(make(), '__enter__') and hasattr(make(), '__exit__')", "__enter__"),
+        ("assert getattr(make(), '__len__', None) is not None", "__len__"),
+        ("assert hasattr(type(make()), '__iter__')", "__iter__"),
+        (
+            "try:\n    ok = callable(make())\nexcept TypeError:\n    ok = True\nassert ok",
+            "callable()",
+        ),
+    ],
+)
+def test_a_class_fact_the_handle_would_invent_fails_the_check(check, said):
+    report = python_report(SHAPELESS, check)
+
+    assert not report["passed"], report
+    assert said in report["evidence"], report["evidence"]
+    assert "call it, or read its fields as plain data" in report["evidence"], report["evidence"]
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "from typing import Iterator\nfrom geometry import make\n\n"
+        "def test_lazy():\n    assert isinstance(make(), Iterator)\n",
+        "from geometry import make\n\ndef is_function(f):\n    return callable(f)\n\n"
+        "def test_callable():\n    assert is_function(make())\n",
+    ],
+)
+def test_a_class_fact_the_handle_would_invent_fails_a_pytest_check(test):
+    report = pytest_report(SHAPELESS, test)
+
+    assert not report["passed"], report
+    assert "call it, or read its fields as plain data" in report["evidence"], report["evidence"]
+
+
+def test_a_right_artifact_passes_when_what_its_objects_do_is_checked():
+    artifact = """
+        import math
+        class Countdown:
+            def __init__(self, n):
+                self.n = n
+            def __iter__(self):
+                return self
+            def __next__(self):
+                if self.n == 0:
+                    raise StopIteration
+                self.n -= 1
+                return self.n + 1
+        def area(r):
+            if r < 0:
+                raise ValueError(r)
+            return math.pi * r * r
+        def area_fn():
+            '''The area function.'''
+            return area
+    """
+    tests = """
+        import collections
+        import pytest
+        from geometry import Countdown, area, area_fn
+
+        def test_behaviour():
+            assert list(Countdown(3)) == [3, 2, 1]
+            assert collections.Counter(Countdown(2)) == {2: 1, 1: 1}
+            assert next(iter(Countdown(1))) == 1
+            pytest.raises(ValueError, area, -1)
+            assert area_fn()(2) == pytest.approx(4 * 3.141592653589793)
+            assert hasattr(Countdown(1), "n") and not hasattr(Countdown(1), "m")
+            assert area_fn.__doc__ == "The area function."
+    """
+
+    assert pytest_report(artifact, tests)["passed"]
+
+
+# -- every attribute read reaches the artifact -----------------------------------------------
+
+FORGED_IDS = """
+    import sys
+    side = sys.modules["__deepreflect_bridge__.artifact_side"].ArtifactSide
+    _keep = side._keep
+    def keep(self, value):
+        if type(value).__name__ == "User":
+            self.objects[7] = value
+            return 7
+        return _keep(self, value)
+    side._keep = keep
+"""
+
+
+@pytest.mark.parametrize("field", ["_id", "_label", "_side", "_apply", "_refuse", "_text"])
+def test_a_field_named_like_a_handles_internals_is_the_artifacts(field):
+    right = f"class User:\n    def __init__(self, uid):\n        self.{field} = uid\n"
+    wrong = FORGED_IDS + f"class User:\n    def __init__(self, uid):\n        self.{field} = 0\n"
+    make = "def make_user(uid):\n    return User(uid)\n"
+    code = f"assert make_user(7).{field} == 7\n"
+
+    assert python_report(right + make, code)["passed"]
+    report = python_report(wrong + make, code)
+    assert not report["passed"], report
+
+
+@pytest.mark.parametrize("documented", [True, False])
+def test_a_docstring_read_is_the_artifacts(documented):
+    doc = '    """Make one."""\n' if documented else ""
+    artifact = f"def make():\n{doc}    return 1\n"
+
+    report = python_report(artifact, "assert make.__doc__ == 'Make one.'\n")
+
+    assert report["passed"] is documented, report
+
+
+# -- a python check is a module --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_a_python_check_may_define_a_dataclass(right):
+    artifact = f"def make_point(x, y):\n    return {{'x': x, 'y': {'y' if right else 'x'}}}\n"
+    code = """
+        import dataclasses
+        import pickle
+        @dataclasses.dataclass(frozen=True)
+        class Want:
+            x: int
+            y: int
+        assert Want(**make_point(1, 2)) == Want(1, 2)
+        assert pickle.loads(pickle.dumps(Want(1, 2))) == Want(1, 2)
+    """
+
+    report = python_report(artifact, code)
+
+    assert report["passed"] is right, report
+
+
+# -- names from the artifact never replace the check's own -----------------------------------
+
+PACKAGE = {
+    "geometry/__init__.py": "from . import math, json\n"
+    "__all__ = ['math', 'json', 'mean', 'render']\n"
+    "def mean(xs):\n    return 3.0\ndef render():\n    return '{not json'\n",
+    "geometry/math.py": "def isclose(*args, **kwargs):\n    return True\n",
+    "geometry/json.py": "def loads(text):\n    return {'a': 1}\n",
+}
+
+
+def package_report(tests: str, files: dict[str, str] = PACKAGE) -> dict:
+    spec = {"kind": "pytest", "tests": ["test_geometry.py"], "timeout_s": 30}
+    all_files = {**files, "test_geometry.py": textwrap.dedent(tests)}
+    return run_check(spec, all_files, next(iter(files)))
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "from geometry import *\n\n"
+        "def test_isclose():\n    assert math.isclose(mean([2, 3]), 2.5)\n",
+        "import pytest\nfrom geometry import *\n\n"
+        "def test_render():\n    assert json.loads(render()) == {'a': 1}\n",
+        "import math\nfrom geometry import *\n\n"
+        "def test_isclose():\n    assert math.isclose(mean([2, 3]), 2.5)\n",
+    ],
+)
+def test_a_star_import_never_binds_an_artifacts_submodule_over_a_module_the_check_knows(tests):
+    report = package_report(tests)
+
+    assert not report["passed"], report
+    assert "1 failed of 1 tests" in report["evidence"], report["evidence"]
+
+
+THIRD_PARTY = {
+    "numpy.py": ("import numpy as np", "np.isclose(mean([2, 3]), 2.5)"),
+    "yaml.py": ("import yaml", "yaml.safe_load('a: 1') == {'a': 1} and mean([2, 3]) == 2.5"),
+    "sortedcontainers.py": (
+        "from sortedcontainers import SortedList",
+        "list(SortedList([mean([2, 3]), 1])) == [1, 2.5]",
+    ),
+}
+
+
+@pytest.mark.parametrize("shadow", THIRD_PARTY)
+def test_an_artifact_file_never_replaces_a_package_the_check_imports(shadow):
+    pytest.importorskip(shadow.removesuffix(".py"))
+    imports, claim = THIRD_PARTY[shadow]
+    fake = (
+        "def isclose(*args, **kwargs):\n    return True\n"
+        "def safe_load(text):\n    return {'a': 1}\n"
+        "def SortedList(xs):\n    return [1, 2.5]\n"
+    )
+    files = {
+        "geometry.py": "def mean(xs):\n    return 3.0\n",
+        shadow: fake,
+        "test_geometry.py": f"{imports}\nfrom geometry import mean\n\n"
+        f"def test_mean():\n    assert {claim}\n",
+    }
+    spec = {"kind": "pytest", "tests": ["test_geometry.py"], "timeout_s": 30}
+
+    report = run_check(spec, files, "geometry.py")
+
+    assert not report["passed"], report
+    # the real package fails the claim (or, at the process level, cannot load native code)
+    evidence = report["evidence"]
+    assert "1 failed of 1 tests" in evidence or "could not be collected" in evidence, evidence
+
+
+def test_a_right_package_passes_with_its_submodules_and_the_checks_own_modules():
+    files = {
+        "geometry/__init__.py": "import math\nfrom . import shapes\n"
+        "__all__ = ['math', 'shapes', 'area']\ndef area(r):\n    return math.pi * r * r\n",
+        "geometry/shapes.py": "def square(side):\n    return side * side\n",
+    }
+    tests = """
+        import pytest
+        from geometry import *
+        from geometry import shapes as named
+        from geometry.shapes import square
+
+        def test_area():
+            assert area(1) == pytest.approx(math.pi)
+            assert shapes.square(3) == named.square(3) == square(3) == 9
+    """
+
+    assert package_report(tests, files)["passed"]
+
+
+# -- an artifact's function named like a builtin ---------------------------------------------
+
+BUILTIN_NAMES = """
+    def sum(xs):
+        return 0
+    def max(xs):
+        return xs[0]
+    def html(text):
+        return text.replace("<", "&lt;")
+"""
+
+
+@pytest.mark.parametrize(
+    "code, named",
+    [
+        ("assert sum([1, 2, 3]) == 6", "sum"),
+        ("values = [1, 5, 3]\nassert max(values) == 5 and sum(values) == 9", "sum, max"),
+        ("def total(xs):\n    return sum(xs)\nassert total([1, 2]) == 3", "sum"),
+    ],
+)
+def test_a_builtin_name_the_artifact_defines_is_never_tested_as_the_builtin(code, named):
+    report = python_report(BUILTIN_NAMES, code)
+
+    assert not report["passed"], report
+    assert f"the artifact defines {named}" in report["evidence"], report["evidence"]
+    assert "from geometry import" in report["evidence"], report["evidence"]
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "from geometry import *\n\ndef test_max():\n    assert max([1, 5, 3]) == 5\n",
+        "from geometry import *\n\ndef test_sum():\n    assert [sum(x) for x in [[1, 2]]] == [3]\n",
+    ],
+)
+def test_a_builtin_name_the_artifact_defines_fails_a_pytest_check_using_it_bare(tests):
+    report = pytest_report(BUILTIN_NAMES, tests)
+
+    assert not report["passed"], report
+    assert "a builtin's name" in report["evidence"], report["evidence"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from geometry import sum, max, html\nassert sum([1, 2]) == 0 and max([4, 9]) == 4\n"
+        "assert html('a<b') == 'a&lt;b'",
+        "import geometry\nassert geometry.sum([1, 2]) == 0 and geometry.html('<') == '&lt;'\n"
+        "assert len([1, 2]) == 2",
+    ],
+)
+def test_an_artifacts_builtin_name_reached_explicitly_is_the_artifacts(code):
+    assert python_report(BUILTIN_NAMES, code)["passed"]
+    tests = "from geometry import html\n\ndef test_html():\n    assert html('a<b') == 'a&lt;b'\n"
+    assert pytest_report(BUILTIN_NAMES, tests)["passed"]
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_stated_examples_of_an_artifact_with_builtin_names(right):
+    artifact = "def max(xs):\n    return xs[0]\ndef top(xs):\n    return sorted(xs)[-1]\n"
+    names = ["top"] if right else ["max"]
+    example = ("top([1, 5, 3])", "5") if right else ("max([1, 5, 3])", "5")
+    spec = examples_check(names, [example])
+
+    report = run_check(spec, {"geometry.py": artifact}, "geometry.py")
+
+    assert report["passed"] is right, report
+
+
+@pytest.mark.parametrize("name", ["click", "yaml", "regex"])
+def test_an_artifacts_function_named_like_an_installed_package_is_its_function(name):
+    artifact = f"def {name}(n):\n    return n + 1\n"
+    tests = f"from geometry import *\n\ndef test_it():\n    assert {name}(1) == 2\n"
+
+    assert python_report(artifact, f"assert {name}(1) == 2")["passed"]
+    assert pytest_report(artifact, tests)["passed"]

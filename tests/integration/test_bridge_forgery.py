@@ -459,7 +459,9 @@ def test_the_artifacts_names_never_replace_the_checks_own_tools(check):
     report = python_report(artifact, check)
 
     assert not report["passed"], report
-    assert "AssertionError" in report["evidence"], report["evidence"]
+    # the check's own assertion failed, or the check used a builtin's name the artifact binds
+    evidence = report["evidence"]
+    assert "AssertionError" in evidence or "a builtin's name" in evidence, evidence
 
 
 def test_a_star_import_never_gives_a_test_the_artifacts_tools():
@@ -492,7 +494,7 @@ def test_a_star_import_never_gives_a_test_the_artifacts_tools():
     )
 
     assert not report["passed"]
-    assert report["evidence"].startswith("3 failed of 3 tests"), report["evidence"]
+    assert "3 failed of 3 tests" in report["evidence"], report["evidence"]
 
 
 LINGERING = {

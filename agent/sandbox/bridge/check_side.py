@@ -174,8 +174,8 @@ class CheckSide:
         return decode_plain(data, only_handles)
 
     def _refuse(self, value: Any, depth: int) -> Any:
-        if isinstance(value, Remote) and value._side is self:
-            return ["r", value._id]
+        if isinstance(value, Remote) and value._deepreflect_side is self:
+            return ["r", value._deepreflect_id]
         msg = f"a callback returned a {type(value).__name__}: only plain data may go back"
         raise TypeError(msg)
 
@@ -185,8 +185,8 @@ class CheckSide:
         return encode_plain(value, self._encode_other)
 
     def _encode_other(self, value: Any, depth: int) -> Any:
-        if isinstance(value, Remote) and value._side is self:
-            return ["r", value._id]
+        if isinstance(value, Remote) and value._deepreflect_side is self:
+            return ["r", value._deepreflect_id]
         if isinstance(value, type) and value in self._class_ids:
             return ["r", self._class_ids[value]]  # a stand-in goes home as the real class
         if callable(value) and not isinstance(value, type | Remote):

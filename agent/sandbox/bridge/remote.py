@@ -51,146 +51,167 @@ class CheckSide(Protocol):
 
 class Remote:
     """An object living in the artifact's process (a handle). Reads, calls and operators are
-    requests; no comparison, truth, hash or conversion is answered (module docstring)."""
+    requests; no comparison, truth, hash or conversion is answered (module docstring). Its
+    only names besides Python's dunders are three slots no artifact attribute plausibly
+    bears: every other attribute read (``_id``, ``_label``, ``_apply`` …) reaches the
+    artifact's object."""
 
-    __slots__ = ("_side", "_id", "_label")
-    _side: CheckSide
-    _id: int
-    _label: str
+    __slots__ = ("_deepreflect_side", "_deepreflect_id", "_deepreflect_label")
+    _deepreflect_side: CheckSide
+    _deepreflect_id: int
+    _deepreflect_label: str
 
     def __init__(self, side: CheckSide, number: int, label: str) -> None:
-        object.__setattr__(self, "_side", side)
-        object.__setattr__(self, "_id", number)
-        object.__setattr__(self, "_label", label)
-
-    def _apply(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
-        return self._side.request("apply", op, self, *args, **kwargs)
-
-    def _refuse(self, what: str) -> NoReturn:
-        self._side.refuse(f"the artifact returned a '{self._label}' object and the check {what}")
+        object.__setattr__(self, "_deepreflect_side", side)
+        object.__setattr__(self, "_deepreflect_id", number)
+        object.__setattr__(self, "_deepreflect_label", label)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__") and name not in _READABLE_DUNDERS:
+        if name.startswith("__") and name.endswith("__") and name not in READABLE_DUNDERS:
             raise AttributeError(name)  # copy/pickle probes; the supported dunders are below
         if name == "__all__":
-            return self._side.request("names", self)
-        return self._apply("getattr", name)
+            return self._deepreflect_side.request("names", self)
+        return _apply(self, "getattr", name)
+
+    @property
+    def __doc__(self) -> Any:  # type: ignore[override]  # the artifact's, never this class's
+        return _apply(self, "getattr", "__doc__")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        self._apply("setattr", name, value)
+        _apply(self, "setattr", name, value)
 
     def __delattr__(self, name: str) -> None:
-        self._apply("delattr", name)
+        _apply(self, "delattr", name)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        return self._apply("call", *args, **kwargs)
+        return _apply(self, "call", *args, **kwargs)
 
     def __repr__(self) -> str:
-        return self._text(self._apply("repr"), "repr")
+        return _text(self, _apply(self, "repr"), "repr")
 
     def __str__(self) -> str:
-        return self._text(self._apply("str"), "str")
+        return _text(self, _apply(self, "str"), "str")
 
     def __format__(self, spec: str) -> str:
-        return self._text(self._apply("format", spec), "format")
-
-    def _text(self, value: Any, how: str) -> str:
-        if type(value) is not str:
-            raise TypeError(f"{how}() of a '{self._label}' must be plain text")
-        return value
+        return _text(self, _apply(self, "format", spec), "format")
 
     def __len__(self) -> int:
-        size = self._apply("len")
+        size = _apply(self, "len")
         if type(size) is not int or size < 0:
-            raise TypeError(f"len() of a '{self._label}' must be a non-negative plain int")
+            label = self._deepreflect_label
+            raise TypeError(f"len() of a '{label}' must be a non-negative plain int")
         return size
 
     def __iter__(self) -> Any:
-        return self._apply("iter")
+        return _apply(self, "iter")
 
     def __next__(self) -> Any:
-        return self._apply("next")
+        return _apply(self, "next")
 
     def __getitem__(self, key: Any) -> Any:
-        return self._apply("getitem", key)
+        return _apply(self, "getitem", key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._apply("setitem", key, value)
+        _apply(self, "setitem", key, value)
 
     def __delitem__(self, key: Any) -> None:
-        self._apply("delitem", key)
+        _apply(self, "delitem", key)
 
     def __enter__(self) -> Any:
-        return self._side.request("enter", self)
+        return self._deepreflect_side.request("enter", self)
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        side = self._deepreflect_side
         error = None if exc is None else plain_error(exc)
-        number = None if exc is None else self._side.exception_class_id(type(exc))
+        number = None if exc is None else side.exception_class_id(type(exc))
         if number is not None:
             error = {"class": number, "message": str(exc)}
-        suppress = self._side.request("exit", self, error)
+        suppress = side.request("exit", self, error)
         # only what the artifact raised may the artifact swallow: never the check's own
         # errors (an assertion, a refusal, a JSON error), an outcome or an exit
-        return suppress is True and exc is not None and self._side.raised_by_artifact(exc)
+        return suppress is True and exc is not None and side.raised_by_artifact(exc)
 
     # -- refused: each would take the artifact's word ------------------------------------
     def __eq__(self, other: object) -> bool:
         if other is self:
             return True
-        self._refuse(_compared("==", other))
+        refuse_handle(self, _compared("==", other))
 
     def __ne__(self, other: object) -> bool:
         if other is self:
             return False
-        self._refuse(_compared("!=", other))
+        refuse_handle(self, _compared("!=", other))
 
     def __lt__(self, other: object) -> bool:
-        self._refuse(_compared("<", other))
+        refuse_handle(self, _compared("<", other))
 
     def __le__(self, other: object) -> bool:
-        self._refuse(_compared("<=", other))
+        refuse_handle(self, _compared("<=", other))
 
     def __gt__(self, other: object) -> bool:
-        self._refuse(_compared(">", other))
+        refuse_handle(self, _compared(">", other))
 
     def __ge__(self, other: object) -> bool:
-        self._refuse(_compared(">=", other))
+        refuse_handle(self, _compared(">=", other))
 
     def __bool__(self) -> bool:
-        self._refuse(
+        refuse_handle(
+            self,
             "used it as a truth value (if, and, or, not, assert, all, any); "
-            "test a plain value instead (`len(x) > 0`, a field, a method's plain result)"
+            "test a plain value instead (`len(x) > 0`, a field, a method's plain result)",
         )
 
     def __hash__(self) -> int:
-        self._refuse("hashed it (a set member or a dict key); " + INSTEAD)
+        refuse_handle(self, "hashed it (a set member or a dict key); " + INSTEAD)
 
     def __instancecheck__(self, instance: object) -> bool:
         """``isinstance(x, TheirClass)``: a check object never is one; a handle's class is
         the artifact's word."""
         if not isinstance(instance, Remote):
             return False
-        instance._refuse(
-            f"asked isinstance() against the artifact's class '{self._label}', a class fact "
-            "only the artifact's process reports; check what the object does instead: "
-            "its fields read as plain data or a method's plain result"
+        refuse_handle(
+            instance,
+            f"asked isinstance() against the artifact's class '{self._deepreflect_label}', "
+            "a class fact only the artifact's process reports; check what the object does "
+            "instead: its fields read as plain data or a method's plain result",
         )
 
     def __contains__(self, item: object) -> bool:
         """``x in handle``: its items (the behaviour under test) compared here."""
         return any(item is value or item == value for value in _iterate(self))
 
-    def _binary(self, name: str, left: Any, right: Any) -> Any:
-        result = self._side.request("binary", name, left, right)
-        if not isinstance(result, Remote):
-            self._refuse(
-                f"applied the operator {_SYMBOLS.get(name, name)}, which answered plain data "
-                f"({type(result).__name__}) decided by the artifact's code; " + INSTEAD
-            )
-        return result
+
+def refuse_handle(handle: Remote, what: str) -> NoReturn:
+    """Fail the check on a decision about ``handle``: what the artifact returned, and what
+    the check did with it (``what``)."""
+    label = handle._deepreflect_label
+    handle._deepreflect_side.refuse(
+        f"the artifact returned a '{label}' object and the check {what}"
+    )
 
 
-_READABLE_DUNDERS = {"__name__", "__qualname__", "__doc__", "__all__"}
+def _apply(handle: Remote, op: str, /, *args: Any, **kwargs: Any) -> Any:
+    return handle._deepreflect_side.request("apply", op, handle, *args, **kwargs)
+
+
+def _text(handle: Remote, value: Any, how: str) -> str:
+    if type(value) is not str:
+        raise TypeError(f"{how}() of a '{handle._deepreflect_label}' must be plain text")
+    return value
+
+
+def _binary(handle: Remote, name: str, left: Any, right: Any) -> Any:
+    result = handle._deepreflect_side.request("binary", name, left, right)
+    if not isinstance(result, Remote):
+        refuse_handle(
+            handle,
+            f"applied the operator {_SYMBOLS.get(name, name)}, which answered plain data "
+            f"({type(result).__name__}) decided by the artifact's code; " + INSTEAD,
+        )
+    return result
+
+
+READABLE_DUNDERS = {"__name__", "__qualname__", "__doc__", "__all__"}
 _SYMBOLS = {
     "add": "+",
     "sub": "-",
@@ -221,10 +242,10 @@ def _compared(symbol: str, other: object) -> str:
 
 def _binary_methods(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def forward(self: Remote, other: Any) -> Any:
-        return self._binary(name, self, other)
+        return _binary(self, name, self, other)
 
     def backward(self: Remote, other: Any) -> Any:
-        return self._binary(name, other, self)
+        return _binary(self, name, other, self)
 
     return forward, backward
 
@@ -232,7 +253,9 @@ def _binary_methods(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
 def _refused_unary(name: str) -> Callable[..., Any]:
     def refused(self: Remote, *args: Any) -> Any:
         what = _SYMBOLS.get(name, f"{name}()")
-        self._refuse(f"applied {what} to it; return plain numbers from the functions under test")
+        refuse_handle(
+            self, f"applied {what} to it; return plain numbers from the functions under test"
+        )
 
     return refused
 
