@@ -33,7 +33,9 @@ def test_run_ends_with_success_and_a_result(tmp_path):
     values = graph.get_state(thread_config("t1")).values
     # the answer, then the main artifact (the plan's sink, b.md) shown whole in the chat
     final = values["messages"][-1].content
-    assert final.startswith(END["final_answer"]) and final.endswith("content of b.md")
+    assert final.startswith(END["final_answer"]) and final.endswith(
+        "```markdown\ncontent of b.md\n```"
+    )
     assert "**b.md** (done, 16 bytes)" in final
     assert values["result"]["status"] == "success"
     assert [d["by"] for d in values["decisions"]] == ["rule", "model"]
