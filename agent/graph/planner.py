@@ -103,7 +103,8 @@ class Planner:
             return command_for(pause, state, ctx, update | {"plan_request": None})
         if outcome.fallback:  # never a silent default: the log says the plan is code's
             update["decisions"] = [fallback_entry(state, outcome.fallback)]
-        return update | apply_plan(state, outcome.steps, outcome.criteria)
+        answered = bool(asked["answer"].strip())
+        return update | apply_plan(state, outcome.steps, outcome.criteria, answered=answered)
 
 
 def folder_paths(ctx: Context, default: str | None) -> list[str]:

@@ -15,10 +15,10 @@ from agent.context import Context, as_context
 from agent.graph.inputs import StateView, plan_version
 from agent.graph.model_errors import last_attempt, model_failure
 from agent.graph.pauses import approval_decision
-from agent.graph.roles import Roles, judge_proves, learnt_update
+from agent.graph.roles import Roles, learnt_update, role_profile
 from agent.graph.routes import ReflectionRoute, command_for
 from agent.graph.turn import config_failure
-from agent.models.factory import Metered
+from agent.models.factory import JUDGE, Metered
 from agent.models.profiles import profile_for
 from agent.prompts import render
 from agent.reflection.model_view import (
@@ -47,7 +47,12 @@ class Reflection:
         ctx = as_context(runtime.context)
         if (failure := config_failure(ctx)) is not None:
             return Command(goto="finalize", update=failure)
-        s = situation_from_state(state, ctx, judge_proves=judge_proves(self.roles, ctx))
+        s = situation_from_state(
+            state,
+            ctx,
+            judge_proves=role_profile(self.roles, JUDGE, ctx).judge_proves,
+            planner_reads=role_profile(self.roles, "planner", ctx).planner_reads,
+        )
         update: dict[str, Any] = {}
         if requests := pending_requests(state.get("approvals"), plan_version(state)):
             # before any rule: a step waits for a human, whatever the others did

@@ -12,11 +12,11 @@ from agent.context import Context
 from agent.controller.subagents import SubAgent
 from agent.errors import ConfigError
 from agent.models.factory import JUDGE, Metered, load_model
-from agent.models.profiles import profile_for
+from agent.models.profiles import DEFAULT, Profile, profile_for
 from agent.models.structured_methods import methods_from
 from agent.suggestions import did_you_mean
 
-__all__ = ["GRAPH_ROLES", "Roles", "judge_proves", "learnt_update"]
+__all__ = ["GRAPH_ROLES", "Roles", "learnt_update", "role_profile"]
 
 GRAPH_ROLES = ("planner", "reflection", JUDGE)
 """The roles that are not subagents; ``default`` names every role not named otherwise."""
@@ -109,14 +109,15 @@ class Roles:
         return Metered(model, role, ctx.structured_output, metadata, methods=methods)
 
 
-def judge_proves(roles: Roles, ctx: Context) -> bool:
-    """Whether the judge's pass proves prose for this run: its model's profile says so
-    (``Profile.judge_proves``). A judge that cannot be made judged nothing: True."""
+def role_profile(roles: Roles, role: str, ctx: Context) -> Profile:
+    """The profile of the model playing ``role`` in this run (``Context.profile``, or the
+    one ``auto`` picks for it). A model that cannot be made did nothing in that role: the
+    default profile (the step that needed it failed instead)."""
     try:
-        model = roles.model_for(JUDGE, ctx)
-    except Exception:  # a missing key or provider: the step that needed it failed instead
-        return True
-    return profile_for(ctx.profile, model).judge_proves
+        model = roles.model_for(role, ctx)
+    except Exception:  # a missing key or provider
+        return DEFAULT
+    return profile_for(ctx.profile, model)
 
 
 def learnt_update(metered: Metered) -> dict[str, Any]:

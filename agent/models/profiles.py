@@ -82,6 +82,14 @@ class Profile:
     Off, the check's own verdict stands (and an ``end`` over a user's module still as given
     pauses ``unverified``). On the 1.5B, two of three bug-fix goals returned ``stats.py`` as
     given, passed the checks of what the goal kept, and paused with no second draft."""
+    planner_reads: bool = True
+    """What this model, as the planner, reads from the goal's words (criteria quoting them,
+    verified to occur in the goal) is taken as what the words ask, so an end by rule may rest
+    on checks of those criteria and of the goal's literals. Off, the words count as read
+    only once a human answered in the thread: before that, a run whose every check passed
+    pauses ``unverified`` (accept, or answer with what the files must do). On the 1.5B, its
+    criteria call read nothing from 15 of 16 held-out goals, and two ended ``success`` with
+    a wrong artifact whose fault the goal stated in words only (an order, an error to raise)."""
 
     def switches(self) -> dict[str, bool]:
         """The profile's switches by name (what docs and ``--profile`` listings show)."""
@@ -103,7 +111,8 @@ SMALL_LOCAL = Profile(
     description="small local models (about 3B parameters or fewer): plans made in code when the "
     "goal names its files, plan repairs, fresh drafts first, data files printed by a program, "
     "no pause on a question the model reads into the goal, no end on the model's word alone, "
-    "no end resting on its judge's pass, a draft that leaves its file as found revised",
+    "no end resting on its judge's pass, a draft that leaves its file as found revised, no end "
+    "before a human has read the goal's words",
     patterns=(
         "*qwen2.5-coder-0.5b*",
         "*qwen2.5-coder-1.5b*",
@@ -127,6 +136,7 @@ SMALL_LOCAL = Profile(
     model_ends=False,
     judge_proves=False,
     unchanged_fails=True,
+    planner_reads=False,
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (DEFAULT, SMALL_LOCAL)}

@@ -286,12 +286,18 @@ def describe_databases(names: Collection[str]) -> str:
 
 
 def apply_plan(
-    state: Mapping[str, Any], steps: list[Step], criteria: GoalCriteria | None = None
+    state: Mapping[str, Any],
+    steps: list[Step],
+    criteria: GoalCriteria | None = None,
+    *,
+    answered: bool = False,
 ) -> dict[str, Any]:
     """The update for a new plan version: history kept, stale artifacts re-opened (and
     those holding a value the goal leaves open that no source gives, which a human may just
     have given: :mod:`agent.plan.open_values`, or a user's file no step changed), the goal's
-    criteria kept with the plan (a replan starts from them)."""
+    criteria kept with the plan (a replan starts from them). ``answered``: the plan is made
+    with a human's answer; the plan (and every later one) says so, since a human has then
+    read the goal's words (``agent.reflection.situation.Situation.words_read``)."""
     files = state.get("files") or {}
     old = state.get("plan")
     # a file holding a guess, or still as the user gave it, is written again
@@ -299,6 +305,8 @@ def apply_plan(
     plan, stale = merge_replan(old, steps, files, reopen=reopen if old else ())
     if criteria is not None and (criteria.files or criteria.question):
         plan = {**plan, "criteria": criteria.model_dump(mode="json", exclude_defaults=True)}
+    if answered or (old or {}).get("answered"):
+        plan = {**plan, "answered": True}
     update: dict[str, Any] = {"plan": plan}
     if old:
         update["plan_history"] = [old]

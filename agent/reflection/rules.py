@@ -285,8 +285,9 @@ def _end_blocked(s: Situation, done: list[str], missing: list[str]) -> str | Non
 def held_to_evidence(d: Decision, s: Situation) -> Decision:
     """An ``end`` (by rule or by the model) stands only when every function the checks
     assert is defined was also run by one of them (:mod:`agent.reflection.unverified`),
-    every value the goal leaves open comes from a source (:mod:`agent.plan.open_values`)
-    and every user's file a step writes was changed (:func:`unchanged_given`);
+    every value the goal leaves open comes from a source (:mod:`agent.plan.open_values`),
+    every user's file a step writes was changed (:func:`unchanged_given`) and the goal's
+    words count as read (:attr:`Situation.words_read`);
     else a human is asked to accept the artifacts, or give examples or the values: "success"
     would claim what nothing tested, or the agent's guess."""
     if d.decision != vocabulary.Decision.END:
@@ -316,7 +317,7 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
         )
     unrun = unrun_functions(s.plan, s.files)
     if not unrun:
-        return d
+        return d if s.words_read else _words_unread(d)
     listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in sorted(unrun.items()))
     first = clean_text(next(iter(sorted(unrun.items())))[1][0], RESPONSE_CHARS)
     return _unverified(
@@ -326,6 +327,21 @@ def held_to_evidence(d: Decision, s: Situation) -> Decision:
         f"({clean_text(listed, EXCERPT_CHARS)}): the goal gives no example of them. Accept "
         f"the artifacts as they are, or answer with examples, such as {first}(...) == ..., "
         f"and they will be checked.",
+    )
+
+
+def _words_unread(d: Decision) -> Decision:
+    """The pause over an end whose checks test only what the goal writes as code, or what a
+    planner model read from its words that its profile does not trust to read all of them
+    (``Profile.planner_reads``): the words may ask what no check tested."""
+    return _unverified(
+        d,
+        "the goal's words were read by no reader this model profile trusts: the checks test "
+        "what the goal writes as code and what the planner model read, which may not be all",
+        "its checks test what the goal writes as code (calls and their results, signatures, "
+        "quoted keys) and what a model this profile does not trust to read every word took "
+        "from the rest. Accept the artifacts as they are, or answer with what they must do "
+        "(an example such as f(...) == ... is checked).",
     )
 
 

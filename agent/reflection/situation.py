@@ -33,6 +33,9 @@ class Situation:
     judge_proves: bool = True
     """Whether a rubric the judge passed proves its artifact, so an end by rule may rest on
     it: the judge model's profile (``Profile.judge_proves``)."""
+    words_read: bool = True
+    """Whether what the goal says in words counts as read: the planner model's profile
+    trusts its reading (``Profile.planner_reads``), or a human answered in the thread."""
     ready: list[dict[str, Any]] = field(init=False)
     """The plan's steps that could run now, computed once."""
 
@@ -64,6 +67,7 @@ def situation_from_state(
     *,
     now: float | None = None,
     judge_proves: bool = True,
+    planner_reads: bool = True,
 ) -> Situation:
     """The one place a :class:`Situation` is built, for reflection and for the escalations
     decided elsewhere (an invalid plan, a model error) alike."""
@@ -85,4 +89,5 @@ def situation_from_state(
         strict_end=ctx.strict_end,
         planning=ctx.planning,
         judge_proves=judge_proves,
+        words_read=planner_reads or bool((state.get("plan") or {}).get("answered")),
     )

@@ -362,3 +362,52 @@ def test_the_small_local_profile_plans_in_code_without_the_planner_s_plan(tmp_pa
     # the planner model is asked for criteria only: no plan of its is used
     assert GREET_CHECK not in result["state"]["plan"]["steps"][0]["done_when"].get("checks", [])
     assert result["state"]["plan"]["steps"][0]["instructions"] != plan["steps"][0]["instructions"]
+
+
+ROMAN_GOALS = [
+    "Write roman.py with to_roman(n: int) -> str: to_roman(4) == 'IV'. Numbers outside 1 to "
+    "3999 raise ValueError.",
+    "Schreibe roman.py mit to_roman(n: int) -> str: to_roman(4) == 'IV'. Zahlen außerhalb "
+    "von 1 bis 3999 lösen ValueError aus.",
+]
+ROMAN_LAX = (
+    "def to_roman(n: int) -> str:\n"
+    "    out = ''\n"
+    "    for value, digits in ((1000, 'M'), (900, 'CM'), (500, 'D'), (400, 'CD'), (100, 'C'),\n"
+    "                          (90, 'XC'), (50, 'L'), (40, 'XL'), (10, 'X'), (9, 'IX'),\n"
+    "                          (5, 'V'), (4, 'IV'), (1, 'I')):\n"
+    "        while n >= value:\n"
+    "            out, n = out + digits, n - value\n"
+    "    return out\n"
+)
+ROMAN_STRICT = ROMAN_LAX.replace(
+    "    out = ''\n",
+    "    if not 1 <= n <= 3999:\n        raise ValueError(n)\n    out = ''\n",
+)
+
+
+@pytest.mark.parametrize("goal", ROMAN_GOALS)
+def test_checks_of_the_literals_alone_end_no_run_before_words_are_read_where_the_profile_says(
+    tmp_path, goal
+):
+    # small-local: the 1.5B read nothing from the words; two runs ended success by rule with
+    # the error the goal asked for in words unraised. The default profile ends by rule.
+    drafts = [ROMAN_LAX]
+    models = roles(plan_of("roman.py", {"kind": "syntax"}, "coder"), "")
+    models["default"] = ScriptedChatModel(responder=writer(lambda *_: drafts[0]))
+    default = run_goal(tmp_path / "default", goal, models)
+    assert (default["status"], default["stop_reason"]) == ("success", "end")
+    graph, _ = sqlite_graph(tmp_path / "small", models)
+    small = ctx(profile="small-local", max_revisions=1, fresh_drafts=0)
+    first = run(graph, goal, context=small, thread_id="t")
+    assert (first["status"], first["stop_reason"]) == ("awaiting_input", "unverified")
+    decisions = graph.get_state(thread_config("t")).values["decisions"]
+    assert decisions[-1]["by"] == "rule"  # the checks passed; no model was asked to end it
+    # the human reads the words and answers with what they ask: it is checked, then it ends
+    drafts[0] = ROMAN_STRICT
+    answer = "to_roman(2) == 'II', to_roman(1990) == 'MCMXC'"
+    done = resume(graph, "t", answer, context=small)
+    assert (done["status"], done["stop_reason"]) == ("success", "end")
+    state = graph.get_state(thread_config("t")).values
+    assert state["plan"]["answered"] is True
+    assert state["files"]["roman.py"]["content"] == ROMAN_STRICT

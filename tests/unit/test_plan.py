@@ -162,3 +162,16 @@ def test_a_user_s_module_still_as_given_is_unchanged_whatever_its_layout():
     assert stale == ["m.py"]
     _, kept = merge_replan(first, steps, files(given))
     assert kept == []
+
+
+def test_a_plan_made_with_a_human_s_answer_says_so_and_every_later_plan_keeps_it():
+    from agent.plan.planner import apply_plan
+
+    steps, _ = parse([step("S1", "a.md")])
+    assert steps is not None
+    first = apply_plan({"goal": "g"}, steps)["plan"]
+    assert "answered" not in first
+    answered = apply_plan({"goal": "g", "plan": first}, steps, answered=True)["plan"]
+    assert answered["answered"] is True
+    later = apply_plan({"goal": "g", "plan": answered}, steps)["plan"]
+    assert later["answered"] is True and later["version"] == 3

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from agent.controller.subagents import build_registry
 from agent.plan.direct import direct_steps
 from agent.plan.needs import named_files
 from agent.plan.validation import parse_plan
 from agent.reflection.rules import Decision, decide_by_rule, held_to_evidence
-from agent.reflection.situation import Situation
+from agent.reflection.situation import Situation, situation_from_state
 from agent.reflection.unverified import unrun_functions
 from agent.vfs.entries import file_entry
 from agent.vocabulary import Decision as Choice
-from tests.fakes import step
+from agent.vocabulary import StopReason
+from tests.fakes import ctx, step
 
 PACKAGE = (
     "Write a package textkit of two modules. textkit/words.py: split_words(text) returns the "
@@ -144,3 +147,24 @@ def test_an_end_the_model_decided_becomes_unverified_for_a_profile_without_model
     for other in (Choice.CONTINUE, Choice.REPLAN, Choice.ESCALATE):
         kept = Decision(other, "why", by="model")
         assert unjudged_end(kept) is kept
+
+
+def test_an_end_resting_on_words_no_trusted_reader_read_is_held_until_a_human_answered():
+    # Profile.planner_reads off: what the checks test comes from the goal's literals and a
+    # model not trusted to read every word; in any language, the end pauses for a human
+    for goal in (STATED, STATED.replace("that lowercases text", "die den Text kleinschreibt")):
+        s = finished(goal, planned(goal))
+        by_rule = decide_by_rule(s)
+        assert by_rule is not None and by_rule.decision == Choice.END
+        unread = replace(s, words_read=False)
+        held = held_to_evidence(by_rule, unread)
+        assert held.decision == Choice.ESCALATE and held.stop_reason == StopReason.UNVERIFIED
+        assert held.forced and not held.counts_depth
+        assert held.suggested_responses == ["accept the artifacts as they are", "stop here"]
+        replan = Decision(Choice.REPLAN, "again", by="model")
+        assert held_to_evidence(replan, unread) is replan
+    state = {"goal": STATED, "plan": {"version": 1, "steps": planned(STATED)}}
+    assert situation_from_state(state, ctx(), planner_reads=True).words_read
+    assert not situation_from_state(state, ctx(), planner_reads=False).words_read
+    answered = {**state, "plan": {**state["plan"], "answered": True}}
+    assert situation_from_state(answered, ctx(), planner_reads=False).words_read
