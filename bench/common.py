@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import Context, ScriptedChatModel, build_graph
 from agent.models.scripted import tool_call
+from agent.store.sqlite_files import sqlite_saver
 
 END = {"decision": "end", "reason": "all done", "final_answer": "Done."}
 
@@ -61,12 +61,11 @@ def approve(messages: Any) -> dict[str, Any]:
 
 
 def sqlite_graph(models: dict[str, Any], **kwargs: Any):
-    """A fresh SQLite file and the deepreflect graph on it."""
+    """A fresh SQLite file, opened as the CLI opens its threads file, and the deepreflect
+    graph on it."""
     path = Path(tempfile.mkdtemp()) / "threads.sqlite"
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
-    return build_graph(models=models, checkpointer=saver, retry_policy=None, **kwargs), conn
+    saver = sqlite_saver(path, write=True)  # as the CLI opens its threads file
+    return build_graph(models=models, checkpointer=saver, retry_policy=None, **kwargs), saver.conn
 
 
 def stored_bytes(conn: sqlite3.Connection) -> int:

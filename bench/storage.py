@@ -3,9 +3,11 @@
     python bench/storage.py [--files 10 30 60] [--size 10000] [--postgres]
 
 A chain of N steps, each writing one ``size``-byte file, through ``agent.run`` on SQLite
-(``SqliteSaver``, sync durability). Figures per content byte (N x size):
+(the CLI's threads file, sync durability). Figures per content byte (N x size):
 - ``db file``: the main database file after ``PRAGMA wal_checkpoint(TRUNCATE)`` (everything
   SQLite keeps, page overhead included); the WAL size before that checkpoint is printed too;
+- ``stock saver``: the same ``db file`` with a plain ``SqliteSaver`` (string channel
+  versions), as a user passing their own to ``build_graph`` stores;
 - ``blobs``: the bytes LangGraph wrote (checkpoint and metadata blobs, pending writes);
 - the same ``blobs`` for a plain-dict ``files`` channel (the baseline that rewrites the whole
   filesystem into every checkpoint).
@@ -31,6 +33,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent import build_graph, run
 from agent.state import State
+from agent.store.sqlite_files import sqlite_saver
 from agent.vfs.entries import merge_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,12 +50,19 @@ class PlainFilesState(State):
     files: Annotated[dict[str, Any], _plain_files]
 
 
-def sqlite_run(n: int, size: int, state_schema: type = State) -> dict[str, int]:
-    """One run of n files on a fresh SQLite file: its sizes."""
+def sqlite_run(
+    n: int, size: int, state_schema: type = State, *, stock: bool = False
+) -> dict[str, int]:
+    """One run of n files on a fresh SQLite file: its sizes. The file is opened as the CLI
+    opens its threads file (``agent.store.sqlite_files``: integer channel versions), or
+    with ``stock`` as a plain ``SqliteSaver`` a user may pass to ``build_graph``."""
     path = Path(tempfile.mkdtemp()) / "threads.sqlite"
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
+    if stock:
+        saver = SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
+        saver.setup()
+    else:
+        saver = sqlite_saver(path, write=True)
+    conn = saver.conn
     graph = build_graph(
         models=roles(chain(n), size, [END]),
         checkpointer=saver,
@@ -109,7 +119,8 @@ def main() -> None:
     rows, per_file = [], {}
     for n in counts:
         ours = sqlite_run(n, args.size)
-        plain = sqlite_run(n, args.size, PlainFilesState)
+        stock = sqlite_run(n, args.size, stock=True)
+        plain = sqlite_run(n, args.size, PlainFilesState, stock=True)
         content = n * args.size
         per_file[n] = ours
         rows.append(
@@ -118,6 +129,7 @@ def main() -> None:
                 f"{content:,}",
                 f"{ours['file']:,}",
                 _ratio(ours["file"], content),
+                _ratio(stock["file"], content),
                 f"{ours['wal']:,}",
                 _ratio(ours["blobs"], content),
                 _ratio(plain["blobs"], content),
@@ -126,7 +138,16 @@ def main() -> None:
     report(
         f"SQLite bytes per content byte, {args.size:,}-byte files",
         rows,
-        ["files", "content B", "db file B", "file/content", "WAL B", "blobs/content", "plain"],
+        [
+            "files",
+            "content B",
+            "db file B",
+            "file/content",
+            "stock saver",
+            "WAL B",
+            "blobs/content",
+            "plain",
+        ],
     )
     small, large = counts[0], counts[-1]
     for key in ("file", "blobs"):

@@ -43,6 +43,7 @@ from agent.graph.subagent import Subagent
 from agent.limits import MAX_TOOL_TURNS
 from agent.reflection.rules import RULES, Rule
 from agent.state import InputState, State, SubagentTask
+from agent.store.int_versions import matched
 from agent.tools.approvals import InterruptOn, interrupt_config
 from agent.tools.search import default_role_tools
 from agent.vfs.folder import Folder, FolderError
@@ -109,7 +110,8 @@ def build_graph(
             here use the run's ``Context``. ``critic`` names the built-in subagent, never
             the judge.
         checkpointer: any LangGraph checkpointer (SQLite, PostgreSQL, memory); None for
-            ``langgraph dev``, which brings its own.
+            ``langgraph dev``, which brings its own. A ``SqliteSaver`` on a threads file
+            the CLI made writes its integer channel versions (``agent.store.int_versions``).
         subagents: extra subagents (name, description, prompt, tools, model).
         tools: role name to extra tools for that role (built-in or added), e.g.
             ``{"researcher": [search], "coder": [run_sql]}``: ``BaseTool``s, ``@tool``
@@ -141,6 +143,7 @@ def build_graph(
     """
     declared = _declared(databases)
     folder = _workspace(workspace)
+    matched(checkpointer)  # a SqliteSaver on a file whose versions are integers
     attempts = retry_policy.max_attempts if retry_policy is not None else 1
     roles = Roles(build_registry(subagents, with_default_tools(tools)), models)
     roles.check_models()

@@ -15,6 +15,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError
 from agent.store.database_errors import NOT_SQLITE, NoThreads, database_problem, unusable
+from agent.store.int_versions import amarked, marked, with_int_versions
 from agent.store.savers import SQLITE_FILE_ATTR
 
 if TYPE_CHECKING:
@@ -149,7 +150,8 @@ def _open_for_writing(path: Path) -> SqliteSaver:
         _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         for pragma in WAL_PRAGMAS:
             conn.execute(pragma)
-        saver = SqliteSaver(conn)
+        ints = _retry_locked(lambda: marked(conn))
+        saver = (with_int_versions(SqliteSaver) if ints else SqliteSaver)(conn)
         _retry_locked(saver.setup)
     except BaseException:
         conn.close()
@@ -209,7 +211,8 @@ async def _aopen_for_writing(path: Path) -> AsyncSqliteSaver:
         await _aretry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         for pragma in WAL_PRAGMAS:
             await conn.execute(pragma)
-        saver = AsyncSqliteSaver(conn)
+        ints = await _aretry_locked(lambda: amarked(conn))
+        saver = (with_int_versions(AsyncSqliteSaver) if ints else AsyncSqliteSaver)(conn)
         await _aretry_locked(saver.setup)
     except BaseException:
         await conn.close()

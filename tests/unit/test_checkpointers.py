@@ -14,9 +14,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from agent import Context, build_graph, open_checkpointer, run
+from agent import Context, build_graph, open_checkpointer, resume, run
 from agent.errors import ConfigError
 from agent.reducers import append_all
 from agent.runs.runner import thread_config
@@ -414,3 +415,86 @@ def test_a_delta_channel_snapshot_reads_back_the_same_with_either_serializer(tmp
     assert expected == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert full is not None and plain is not None
     assert full["trajectory"] == plain["trajectory"] == expected
+
+
+# ------------------------------------------------------------------ channel versions
+
+
+def _versions(db: str, thread: str) -> list[Any]:
+    with open_checkpointer(db, write=False) as saver:
+        saved = saver.get_tuple(thread_config(thread))
+        assert saved is not None
+        return list(saved.checkpoint["channel_versions"].values())
+
+
+@pytest.mark.slow  # runs checks in sandboxed processes
+def test_a_new_threads_file_writes_integer_versions_and_resumes_on_them(tmp_path):
+    db = str(tmp_path / "t.sqlite")
+    with open_checkpointer(db) as saver:
+        paused = run(build_graph(checkpointer=saver), "a goal", thread_id="t",
+                     context=Context(model="scripted:escalation"))  # fmt: skip
+    assert paused["status"] == "awaiting_input"
+    versions = _versions(db, "t")
+    assert versions and all(isinstance(v, int) for v in versions)
+    with open_checkpointer(db) as saver:  # opened again: the file says its kind
+        done = resume(build_graph(checkpointer=saver), "t", "accept the artifacts as they are",
+                      context=Context(model="scripted:escalation"))  # fmt: skip
+    assert (done["status"], done["stop_reason"]) == ("success", "accepted_by_human")
+    after = _versions(db, "t")
+    assert all(isinstance(v, int) for v in after) and max(after) > max(versions)
+    _demo(db, "happy", "u")  # another thread of the same file
+    assert all(isinstance(v, int) for v in _versions(db, "u"))
+
+
+@pytest.mark.slow  # runs checks in sandboxed processes
+def test_a_file_written_before_integer_versions_keeps_its_strings(tmp_path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    db = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(str(db), check_same_thread=False)
+    old = SqliteSaver(conn)
+    old.setup()
+    run(build_graph(checkpointer=old), "a goal", thread_id="t",
+        context=Context(model="scripted:happy"))  # fmt: skip
+    conn.close()
+    assert all(isinstance(v, str) for v in _versions(str(db), "t"))
+    _demo(str(db), "happy", "t2")  # a new thread of an old file: strings, never a mix
+    assert all(isinstance(v, str) for v in _versions(str(db), "t2"))
+    names = {r[0] for r in sqlite3.connect(str(db)).execute("SELECT name FROM sqlite_master")}
+    assert "deepreflect_int_versions" not in names
+
+
+@pytest.mark.slow  # runs checks in sandboxed processes
+def test_the_async_saver_writes_integer_versions_in_a_new_file_too(tmp_path):
+    db = str(tmp_path / "a.sqlite")
+
+    async def go() -> dict[str, Any]:
+        async with open_async_checkpointer(db) as saver:
+            graph = build_graph(checkpointer=saver)
+            config = thread_config("t")
+            await graph.ainvoke({"messages": [HumanMessage("a goal")]}, config,
+                                context=Context(model="scripted:happy"))  # fmt: skip
+            return (await graph.aget_state(config)).values
+
+    assert asyncio.run(go())["status"] == "success"
+    assert all(isinstance(v, int) for v in _versions(db, "t"))
+
+
+@pytest.mark.slow  # runs checks in sandboxed processes
+def test_a_stock_sqlite_saver_on_a_file_the_cli_made_writes_integers_too(tmp_path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    db = tmp_path / "t.sqlite"
+    with open_checkpointer(str(db)) as saver:
+        paused = run(build_graph(checkpointer=saver), "a goal", thread_id="t",
+                     context=Context(model="scripted:escalation"))  # fmt: skip
+    assert paused["status"] == "awaiting_input"
+    conn = sqlite3.connect(str(db), check_same_thread=False)
+    stock = SqliteSaver(conn)  # as a user may open the CLI's file
+    graph = build_graph(checkpointer=stock)
+    config = thread_config("t")
+    graph.invoke(Command(resume="accept the artifacts as they are"), config,
+                 context=Context(model="scripted:escalation"))  # fmt: skip  # raw, no runner
+    assert graph.get_state(config).values["status"] == "success"
+    conn.close()
+    assert all(isinstance(v, int) for v in _versions(str(db), "t"))
