@@ -21,8 +21,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import Messages, add_messages
 from typing_extensions import TypedDict
 
-from agent.models.factory import merge_usage
-from agent.reducers import append_all, by_path, latest, with_ids
+from agent.reducers import append_all, by_path, latest, summed, with_ids
 from agent.vfs.entries import FileEntry
 
 MAX_GOAL_CHARS = 20_000
@@ -85,10 +84,6 @@ def messages_delta(current: Messages, writes: list[Messages]) -> list[AnyMessage
     return merged
 
 
-def _usage(current: dict | None, update: dict | None) -> dict:
-    return merge_usage(current, update)
-
-
 class State(TypedDict, total=False):
     """The whole state of a deepreflect thread (docs/architecture.md, State)."""
 
@@ -120,7 +115,7 @@ class State(TypedDict, total=False):
     stop_reason: str | None
     """Why the last run stopped: a :class:`~agent.vocabulary.StopReason` value, stored as its
     plain string (docs/how-it-stops.md)."""
-    usage: Annotated[dict[str, dict[str, int]], _usage]
+    usage: Annotated[dict[str, dict[str, int]], DeltaChannel(summed)]
     """Tokens and model calls per role, summed over the thread."""
     trajectory: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]
     """Every action taken: actor, action, parameter summary, observation, check result."""

@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agent.errors import ConfigError, describe
-from agent.reducers import append_all, by_id, by_path, latest
+from agent.reducers import append_all, by_id, by_path, latest, summed
 from agent.store.database_errors import is_database_error
 from agent.store.lease import hold, lease_holder
 from agent.store.savers import is_postgres_saver
@@ -49,6 +49,7 @@ DELTA_KEYS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], type]] = {
     "turn": (latest, dict),
     "context": (latest, dict),
     "result": (latest, dict),
+    "usage": (summed, dict),
 }
 
 
