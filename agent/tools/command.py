@@ -15,6 +15,7 @@ sandbox, or ``DEEPREFLECT_SANDBOX=process`` when the user opted in
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Annotated
 
 from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool
@@ -57,10 +58,11 @@ def execute_tool(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> BaseTool:
         command: Annotated[str, "The command line, e.g. `pytest -q tests/`."],
         workspace: Annotated[Workspace, InjectedToolArg],
     ) -> str:
+        omitted: dict[str, str] = {}
         try:
             result = await asyncio.to_thread(
                 run_command,
-                workspace.sandbox_files(),  # a workspace folder's files, the thread's over them
+                workspace.sandbox_files(omitted),  # a folder's files, the thread's over them
                 command,
                 timeout_s=timeout_s,
                 memory_mb=MEMORY_MB,
@@ -72,7 +74,7 @@ def execute_tool(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> BaseTool:
         except SandboxUnavailable as exc:
             raise AgentError(ErrorClass.PERMISSION_DENIED, f"execute: {exc}") from exc
         kept, refused = keep_files(workspace, result)
-        return result_text(result, kept, refused)
+        return result_text(result, kept, refused, omitted)
 
     tool = StructuredTool.from_function(coroutine=execute, name=EXECUTE, description=_DESCRIPTION)
     # its only effect is on the step's own workspace, rebuilt when the step runs again
@@ -94,8 +96,15 @@ def keep_files(workspace: Workspace, result: CommandResult) -> tuple[list[str], 
     return kept, refused
 
 
-def result_text(result: CommandResult, kept: list[str], refused: dict[str, str]) -> str:
-    """What the model reads: the exit status, the output, and what became of the files."""
+def result_text(
+    result: CommandResult,
+    kept: list[str],
+    refused: dict[str, str],
+    omitted: Mapping[str, str] | None = None,
+) -> str:
+    """What the model reads: the exit status, the output, what became of the files, and the
+    workspace folder's files the command was not given (``omitted``: binary, too large),
+    so a "file not found" in its output is not a mystery."""
     if result.killed_reason:
         head = f"killed ({result.killed_reason}) after {result.duration_s:.1f} s"
         if result.killed_reason == "timeout":
@@ -113,6 +122,9 @@ def result_text(result: CommandResult, kept: list[str], refused: dict[str, str])
     if refused:
         shown = [f"{path} ({why})" for path, why in sorted(refused.items())]
         lines.append("files not kept: " + _listed(shown))
+    if omitted:
+        shown = [why for _path, why in sorted(omitted.items())]
+        lines.append("folder files the command was not given: " + _listed(shown))
     if not result.reported:
         lines.append("no file was kept: the run ended before it could hand its files back")
     return "\n".join(lines)

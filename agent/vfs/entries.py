@@ -371,12 +371,17 @@ class Workspace:
         """The thread's files this step sees (its writes included), not the folder's."""
         return dict(self._files)
 
-    def sandbox_files(self) -> dict[str, str]:
+    def sandbox_files(self, omitted: dict[str, str] | None = None) -> dict[str, str]:
         """What a check or ``execute`` runs on: the folder's text files with the thread's
-        files laid over them (the folder itself is never written)."""
+        files laid over them (the folder itself is never written); ``omitted`` names the
+        folder's files left out (binary, too large) that the thread does not hold either."""
         if self.folder is None:
             return self.contents()
-        return self.folder.sandbox_files() | self._files
+        left: dict[str, str] = {}
+        files = self.folder.sandbox_files(left) | self._files
+        if omitted is not None:
+            omitted.update((path, why) for path, why in left.items() if path not in files)
+        return files
 
 
 def _under(folder: str | None) -> Callable[[str], bool]:

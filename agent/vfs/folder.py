@@ -233,10 +233,12 @@ class Folder:
         max_bytes: int = MAX_GREP_BYTES,
         note: list[str] | None = None,
         skipped: list[str] | None = None,
+        left_out: dict[str, str] | None = None,
     ) -> Iterator[tuple[str, str]]:
         """``(path, text)`` of the text files among ``paths``, until ``max_bytes`` were
-        read (then ``note`` says so); binary and unreadable files are passed over, and
-        ``skipped`` names each file too large to read, with its size."""
+        read (then ``note`` says so); binary and unreadable files are passed over.
+        ``skipped`` names each file too large to read, with its size; ``left_out`` gets
+        every file passed over, by path, with why."""
         total = 0
         for path in paths:
             try:
@@ -244,8 +246,12 @@ class Folder:
             except TooLarge as exc:
                 if skipped is not None:
                     skipped.append(str(exc))
+                if left_out is not None:
+                    left_out[path] = str(exc)
                 continue
-            except PathError:
+            except PathError as exc:
+                if left_out is not None:
+                    left_out[path] = str(exc)
                 continue
             total += len(text.encode("utf-8", errors="surrogatepass"))
             if total > max_bytes:
@@ -254,9 +260,10 @@ class Folder:
                 return
             yield path, text
 
-    def sandbox_files(self) -> dict[str, str]:
+    def sandbox_files(self, omitted: dict[str, str] | None = None) -> dict[str, str]:
         """The folder's text files as a check or ``execute`` sees them (before the thread's
-        writes are laid over them); FolderError past the limits."""
+        writes are laid over them); ``omitted`` names each file left out (binary, too large,
+        unreadable) with why. FolderError past the limits."""
         paths = self.paths()
         if len(paths) > MAX_SANDBOX_FILES:
             msg = (
@@ -265,7 +272,7 @@ class Folder:
             )
             raise FolderError(msg)
         note: list[str] = []
-        files = dict(self.texts(paths, max_bytes=MAX_SANDBOX_BYTES, note=note))
+        files = dict(self.texts(paths, max_bytes=MAX_SANDBOX_BYTES, note=note, left_out=omitted))
         if note:
             msg = f"the workspace's text files total more than {MAX_SANDBOX_BYTES} bytes"
             raise FolderError(msg + "; checks and execute cannot be given them all")

@@ -160,3 +160,23 @@ def test_without_a_sandbox_a_call_is_denied_not_run(monkeypatch):
     text, ok, error_class = call_execute("pytest -q")
     assert (ok, error_class) == (False, "permission_denied")
     assert "no kernel-enforced sandbox" in text
+
+
+def test_the_model_reads_which_folder_files_the_command_was_not_given(tmp_path):
+    from agent.vfs.folder import MAX_FILE_BYTES, Folder
+
+    (tmp_path / "logo.png").write_bytes(bytes(range(256)))
+    (tmp_path / "big.csv").write_text("x" * (MAX_FILE_BYTES + 1))
+    (tmp_path / "app.py").write_text("x = 1\n")
+    (tmp_path / "held.bin").write_bytes(b"\x00\x01")
+    space = Workspace({"held.bin": "now text\n"}, writable=["app.py"], folder=Folder.open(tmp_path))
+    omitted: dict[str, str] = {}
+    files = space.sandbox_files(omitted)
+    assert set(files) == {"app.py", "held.bin"}  # the thread's text over the folder's binary
+    assert set(omitted) == {"logo.png", "big.csv"}
+    assert "binary" in omitted["logo.png"] and "bytes; the limit is" in omitted["big.csv"]
+    text = result_text(result(), [], {}, omitted)
+    line = text.splitlines()[-1]
+    assert line.startswith("folder files the command was not given: ")
+    assert "'big.csv' is" in line and "'logo.png' is a binary file" in line
+    assert result_text(result(), [], {}, {}) == result_text(result(), [], {})
