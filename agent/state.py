@@ -154,7 +154,6 @@ class SubagentTask(TypedDict):
     """What one subagent receives through ``Send``: its step and nothing more."""
 
     step: dict[str, Any]
-    goal: str
     readable: list[str]
     """Paths of the step's dependencies' outputs, the user's files and its own earlier files
     (contents are read from ``files`` when the step starts, never carried here)."""

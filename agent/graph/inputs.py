@@ -16,6 +16,7 @@ __all__ = [
     "StateView",
     "current_channel",
     "current_files",
+    "current_text",
     "declared_databases",
     "workspace_folder",
     "plan_version",
@@ -31,6 +32,13 @@ def current_channel(name: str) -> Mapping[str, Any]:
     """A state key as the running task sees it ({} outside a run or when unset)."""
     value = _current(name)
     return value if isinstance(value, Mapping) else {}
+
+
+def current_text(name: str) -> str:
+    """A text state key (``goal``) as the running task sees it ("" outside a run or unset):
+    a ``Send`` payload does not carry it, which would store it again for every step."""
+    value = _current(name)
+    return value if isinstance(value, str) else ""
 
 
 def current_list(name: str) -> list[Any]:

@@ -171,11 +171,12 @@ def subagent_task(
     allowance: int,
     seconds: float,
 ) -> SubagentTask:
-    """What one subagent gets: its step, the goal, and the paths of the files it may read.
+    """What one subagent gets: its step and the paths of the files it may read.
 
-    Paths, not contents: a ``Send`` is stored with the checkpoint (twice: as a write and as a
-    pending task), so contents in it would store each input again for every step reading
-    it. The subagent reads the contents from the ``files`` channel when it starts.
+    Paths, not contents, and not the goal: a ``Send`` is stored with the checkpoint (twice:
+    as a write and as a pending task), so contents in it would store each input again for
+    every step reading it. The subagent reads the contents from the ``files`` channel and
+    the goal from ``goal`` when it starts.
 
     Besides its dependencies' outputs and the user's files, a step reads the finished
     artifacts of earlier plans that this plan does not write again: on the 1.5B a replan
@@ -191,7 +192,6 @@ def subagent_task(
     paths = dict.fromkeys(readable + user_paths(files) + earlier + own)  # and the user's
     return {
         "step": dict(step),
-        "goal": state.get("goal", ""),
         "readable": [p for p in paths if p in files],
         "round": round_no,
         "token_allowance": allowance,

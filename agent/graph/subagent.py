@@ -24,6 +24,7 @@ from agent.graph.inputs import (
     current_channel,
     current_files,
     current_list,
+    current_text,
     declared_databases,
     workspace_folder,
 )
@@ -119,7 +120,7 @@ class Subagent:
         )
         return StepWorker(
             step=step,
-            goal=task["goal"],
+            goal=current_text("goal"),
             inputs=task_inputs(task, current_files()),
             round_no=task["round"],
             system_prompt=spec["prompt"],

@@ -334,7 +334,7 @@ def test_reflection_and_subagents_refuse_a_bad_context_too():
     assert (update["status"], update["stop_reason"]) == ("failed", "invalid_input")
     assert "time_budget_s must be a finite number" in update["decisions"][-1]["reason"]
 
-    task = {"step": step("S1", "a.md"), "goal": "g", "readable": [], "round": 1}
+    task = {"step": step("S1", "a.md"), "readable": [], "round": 1}
     task |= {"token_allowance": 10, "time_allowance_s": 1.0}
     done = asyncio.run(Subagent(roles, 12).node(task, _runtime(max_revisions="2")))  # type: ignore[arg-type]
     event = done["trajectory"][0]
