@@ -90,8 +90,9 @@ class State(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], DeltaChannel(messages_delta)]
     """The conversation: the goal, human answers, the escalation questions and final answer;
     a human message over ``MAX_GOAL_CHARS`` is kept as a placeholder (``bounded_message``)."""
-    goal: str
-    """The user goal for the current turn."""
+    goal: Annotated[str, DeltaChannel(latest)]
+    """The user goal for the current turn (a ``DeltaChannel``: stored whole, a 2 KB goal was
+    2 KB in every checkpoint, three per round)."""
     plan: Annotated[dict[str, Any], DeltaChannel(latest)]
     """Current plan: ``{"version": int, "steps": [Step]}``; ``{}`` before the first one."""
     plan_history: Annotated[list[dict[str, Any]], DeltaChannel(append_all)]
@@ -143,7 +144,7 @@ class InputState(TypedDict, total=False):
     user's files."""
 
     messages: Annotated[list[AnyMessage], DeltaChannel(messages_delta)]
-    goal: str
+    goal: Annotated[str, DeltaChannel(latest)]
     files: dict[str, str]
     """The user's files, ``{path: text}``: checked like every VFS path and size-limited
     when the planner takes the turn in (``agent.vfs.user_files``), then kept as entries marked

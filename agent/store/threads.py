@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ DELTA_KEYS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], type]] = {
     "context": (latest, dict),
     "result": (latest, dict),
     "usage": (summed, dict),
+    "goal": (latest, str),
 }
 
 
@@ -105,14 +106,20 @@ def thread_values(saver: BaseCheckpointSaver, thread_id: str) -> dict[str, Any] 
         return None
     stored = saved.checkpoint["channel_values"]
     values = {k: v for k, v in stored.items() if not k.startswith(("__", "branch:"))}
+    return values | delta_values(saver, saved, DELTA_KEYS)
+
+
+def delta_values(saver: BaseCheckpointSaver, saved: Any, keys: Iterable[str]) -> dict[str, Any]:
+    """The values of the delta ``keys`` in the checkpoint ``saved`` (a ``CheckpointTuple``):
+    each stored snapshot, or its writes replayed."""
+    stored = saved.checkpoint["channel_values"]
     written = saved.checkpoint["channel_versions"]
-    replay = [k for k in DELTA_KEYS if k in written and k not in stored]
+    wanted = [k for k in keys if k in DELTA_KEYS]
+    replay = [k for k in wanted if k in written and k not in stored]
     histories = (
         saver.get_delta_channel_history(config=saved.config, channels=replay) if replay else {}
     )
-    for key, (reducer, kind) in DELTA_KEYS.items():
-        values[key] = _delta_value(key, reducer, kind, stored, histories)
-    return values
+    return {key: _delta_value(key, *DELTA_KEYS[key], stored, histories) for key in wanted}
 
 
 def _delta_value(
@@ -237,7 +244,8 @@ def thread_rows(saver: BaseCheckpointSaver) -> list[ThreadRow]:
             continue
         values = saved.checkpoint["channel_values"] if saved else {}
         status = shown_status(saver, thread_id, values.get("status"))
-        goal = " ".join(str(values.get("goal", "")).split())
+        goal = delta_values(saver, saved, ["goal"]).get("goal", "") if saved else ""
+        goal = " ".join(str(goal).split())
         rows.append(ThreadRow(thread_id, created, updated, status, goal))
     return rows
 

@@ -66,6 +66,7 @@ def test_the_delta_keys_read_without_the_graph_are_the_states_with_the_same_redu
     samples = {
         list: ([{"a": 1}], [[{"b": 2}], [], [{"c": 3}]]),
         dict: ({"x": {"v": 1}}, [{"y": {"v": 2}}, {"x": None}, {"z": {"v": 3}}]),
+        str: ("a goal", ["a new goal", "the goal, answered"]),
     }
     for key, (reducer, kind) in DELTA_KEYS.items():
         if key == "messages":  # LangChain's objects there, their fields here: the test below
