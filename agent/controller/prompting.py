@@ -101,16 +101,24 @@ def direct_messages(
     draft: str,
     feedback: Mapping[str, Any] | None,
     computed: bool = False,
+    as_asked: bool = False,
 ) -> list[BaseMessage]:
     """The conversation of a draft asked directly: the task with its input files (and the
     file it edits as it is now: the user's ``stats.py`` to fix, which a model that never saw
     it rewrote without its ``mean``), and for a revision the current draft and the failing
     evidence, answered with the whole file in one fence (small models patch poorly).
     ``computed``: the reply is a program printing the file (:mod:`agent.controller.computed`),
-    ``draft`` the program that printed the failing draft (the file it edits is in ``files``)."""
+    ``draft`` the program that printed the failing draft (the file it edits is in ``files``).
+    ``as_asked``: a first draft of a step that is the whole goal is asked as the goal is
+    written, its files after it (``Profile.goal_as_asked``)."""
     path = str(step["expected_output"])
     values = _direct_values(step, goal, files)
     first, revision = _COMPUTED if computed else _DIRECT
+    if as_asked and feedback is None and not computed and goal.strip():
+        if draft.strip():  # the file it edits, as it is now, is one of the files given
+            values["files"] += _fenced(path, draft, "subagent_direct_file")
+        human = render("subagent_as_asked", goal=goal.strip(), **values)
+        return [SystemMessage(system_prompt), HumanMessage(human)]
     if computed:  # a program printing JSON copies JSON it is shown: the checks as lines
         values["done_when"] = checks_listed(step.get("done_when"))
     if feedback is None or (computed and not draft.strip()):

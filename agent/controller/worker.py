@@ -78,6 +78,7 @@ class StepWorker:
         databases: Mapping[str, str] | None = None,
         computed_data: bool = False,
         unchanged_fails: bool = False,
+        as_asked: bool = False,
         as_given: str | None = None,
         tool_result_chars: int = TOOL_RESULT_CHARS,
         memory: bool = False,
@@ -102,6 +103,9 @@ class StepWorker:
         self.extra_tools = any(t.name != EXECUTE for t in extra_tools or [])
         self.computed = computed_data and is_computed(str(step["expected_output"]))
         """A data file a program prints, when asked directly (:mod:`agent.controller.computed`)."""
+        self.as_asked = as_asked
+        """The step is the whole goal: its first draft is asked as the goal is written
+        (``agent.controller.prompting.direct_messages``)."""
         self.failure: str | None = None  # why the current draft printed no artifact
         self.workspace = Workspace(
             inputs,
@@ -208,6 +212,7 @@ class StepWorker:
                 files=direct,
                 draft=self.given if fresh else draft.artifact(),
                 feedback=feedback,
+                as_asked=self.as_asked,
             )
             try:
                 await self.tool_loop.run(messages, draft, self.call_metadata())

@@ -33,6 +33,7 @@ from agent.graph.model_errors import model_error_event
 from agent.graph.roles import Roles
 from agent.models.factory import JUDGE, Metered, merge_usage, model_key
 from agent.models.profiles import profile_for
+from agent.plan.direct import is_whole_goal
 from agent.state import SubagentTask
 from agent.store.journal import journal_for
 from agent.tools.approvals import interrupt_config
@@ -135,6 +136,7 @@ class Subagent:
             databases=declared_databases(ctx, self.databases),
             computed_data=profile.computed_data,
             unchanged_fails=profile.unchanged_fails,
+            as_asked=profile.goal_as_asked and is_whole_goal(step),
             as_given=given_module(current_files(), str(step["expected_output"])),
             tool_result_chars=ctx.tool_result_chars,
             memory=run_memory(runtime, ctx) is not None,

@@ -52,6 +52,12 @@ class Profile:
     """A plan the model wrote is repaired where that is safe (references cut back to a file,
     scratch outputs moved, steps writing one file merged, unneeded steps dropped, a planner
     check that cannot pass left out) before it is validated, instead of sent back."""
+    goal_as_asked: bool = False
+    """The first draft of a plan made in code whose one step is the whole goal (the goal
+    names one file; no human answer told) is asked as the user asked the goal: its words,
+    its files, one reply line — no step framing, no check line (revisions keep their
+    evidence): the prompt a user asking the model once would write. On the 1.5B, greedy
+    drafts moved by a goal or two in either direction when the step's framing changed."""
     fresh_drafts_first: bool = False
     """Once a model's revisions have been flat and never helped (learnt in the thread), its
     loops draw fresh drafts before revising."""
@@ -109,10 +115,10 @@ DEFAULT = Profile(
 SMALL_LOCAL = Profile(
     name=str(ProfileChoice.SMALL_LOCAL),
     description="small local models (about 3B parameters or fewer): plans made in code when the "
-    "goal names its files, plan repairs, fresh drafts first, data files printed by a program, "
-    "no pause on a question the model reads into the goal, no end on the model's word alone, "
-    "no end resting on its judge's pass, a draft that leaves its file as found revised, no end "
-    "before a human has read the goal's words",
+    "goal names its files, a one-step goal asked as written, plan repairs, fresh drafts first, "
+    "data files printed by a program, no pause on a question the model reads into the goal, "
+    "no end on the model's word alone, no end resting on its judge's pass, a draft that leaves "
+    "its file as found revised, no end before a human has read the goal's words",
     patterns=(
         "*qwen2.5-coder-0.5b*",
         "*qwen2.5-coder-1.5b*",
@@ -130,6 +136,7 @@ SMALL_LOCAL = Profile(
     ),
     plan_in_code=True,
     plan_repairs=True,
+    goal_as_asked=True,
     fresh_drafts_first=True,
     computed_data=True,
     model_questions=False,

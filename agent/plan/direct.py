@@ -30,6 +30,7 @@ __all__ = [
     "direct_steps",
     "goal_outputs",
     "is_artifact_path",
+    "is_whole_goal",
     "role_for",
 ]
 
@@ -91,6 +92,15 @@ def direct_steps(
             )
         )
     return steps
+
+
+def is_whole_goal(step: Mapping[str, Any]) -> bool:
+    """Whether ``step`` is a plan made in code of one step that is the whole goal: its
+    instructions say only to do what the goal asks (no sibling, no human's answer told),
+    so the goal's own words are the step's task."""
+    path = str(step.get("expected_output") or "")
+    alone = render("planner_direct_step", path=path, others="").strip()
+    return not step.get("depends_on") and str(step.get("instructions") or "") == alone
 
 
 def _action(path: str, goal: str, registry: Mapping[str, SubAgent]) -> str:

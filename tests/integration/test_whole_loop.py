@@ -411,3 +411,20 @@ def test_checks_of_the_literals_alone_end_no_run_before_words_are_read_where_the
     state = graph.get_state(thread_config("t")).values
     assert state["plan"]["answered"] is True
     assert state["files"]["roman.py"]["content"] == ROMAN_STRICT
+
+
+@pytest.mark.parametrize("goal", ROMAN_GOALS)
+def test_a_one_step_goal_is_drafted_from_its_own_words_where_the_profile_says(tmp_path, goal):
+    # small-local: a plan made in code of one step asks the first draft as the goal is
+    # written (no step framing, no check line); the default profile keeps the step's prompt
+    models = roles(plan_of("roman.py", {"kind": "syntax"}, "coder"), "")
+    models["default"] = ScriptedChatModel(responder=writer(lambda *_: ROMAN_STRICT))
+    small = run_goal(tmp_path / "small", goal, models, profile="small-local")
+    assert small["state"]["plan"]["steps"][0]["done_when"]  # a check exists, unshown
+    first = models["default"].calls[0][-1].content
+    assert first.startswith(goal) and "roman.py" in first
+    assert '"kind"' not in first
+    models["default"] = ScriptedChatModel(responder=writer(lambda *_: ROMAN_STRICT))
+    run_goal(tmp_path / "default", goal, models)
+    framed = models["default"].calls[0][-1].content
+    assert "Write roman.py as the goal asks." in framed and '"kind"' in framed

@@ -200,3 +200,39 @@ def test_an_answered_goal_tells_every_step_the_answer():
 def test_the_answer_reaches_the_plan_without_a_planner_call():
     outcome, model = plan(ASKS, answer="The operations team chose eu-north-1.")
     assert len(model.calls) == 1 and "eu-north-1" in outcome.steps[0].instructions
+
+
+def test_only_a_one_step_plan_made_in_code_without_an_answer_is_the_whole_goal():
+    from agent.plan.direct import is_whole_goal
+
+    (one,) = direct_steps("Write roman.py with to_roman(n).", {}, REGISTRY, 8)
+    assert is_whole_goal(one.model_dump())
+    two = direct_steps("Write a.py and b.py: b.py imports a.py.", {}, REGISTRY, 8)
+    assert two is not None and len(two) == 2
+    assert not any(is_whole_goal(s.model_dump()) for s in two)
+    (told,) = direct_steps("Write deploy.json.", {}, REGISTRY, 8, answer="region eu-west-1")
+    assert not is_whole_goal(told.model_dump())
+    assert not is_whole_goal(MODEL_PLAN["steps"][0])  # the planner model's step
+
+
+def test_a_whole_goal_step_is_asked_as_the_goal_is_written_with_its_files_and_no_check():
+    from agent.controller.prompting import direct_messages
+
+    goal = "Korrigiere median in stats.py: median([1, 2, 3, 4]) soll 2.5 sein."
+    given = "def median(v):\n    return v[len(v) // 2]\n"
+    files = {"stats.py": user(given)}
+    (step,) = direct_steps(goal, files, REGISTRY, 8)
+    check = {"kind": "python", "code": "assert median([1, 2, 3, 4]) == 2.5"}
+    step = {**step.model_dump(), "done_when": check}
+    kwargs = {"goal": goal, "system_prompt": "s", "files": {"data.csv": "a,b\n"}, "draft": given}
+    asked = direct_messages(step, **kwargs, feedback=None, as_asked=True)[-1].content
+    framed = direct_messages(step, **kwargs, feedback=None)[-1].content
+    assert asked.startswith(goal)
+    assert step["instructions"] not in asked and step["instructions"] in framed
+    assert "assert median" not in asked and "assert median" in framed
+    assert given in asked and "a,b" in asked and "stats.py" in asked
+    # a revision is asked with its evidence whatever the switch says
+    feedback = {"mode": "rewrite", "issues": [{"evidence": "median([1, 2, 3, 4]) returned 3"}]}
+    revised = direct_messages(step, **kwargs, feedback=feedback, as_asked=True)[-1].content
+    assert "returned 3" in revised
+    assert revised == direct_messages(step, **kwargs, feedback=feedback)[-1].content
