@@ -4,7 +4,8 @@ START ─► planner ──Send(step)──► subagent (one per ready step, in 
             ▲  ├─(nothing ready)────────────────────────────────────────────► reflection
             │  ├─(paused, resumed without an answer)─► escalate                   │
             │  └─(invalid goal or Context)───────────► finalize                   │
-            ├──────────────── continue / replan ◄──────────────────────────────────┤
+            │                  subagent ◄──Send(step)── continue (steps ready) ◄───┤
+            ├──────────────── replan / continue (none ready) ◄─────────────────────┤
             │                                                end / fail ─► finalize ─► END
             └── escalate: interrupt(escalation); answer / continue ◄── escalate ──┘
                           accept / stop ─► finalize
@@ -212,7 +213,7 @@ def wire(
         "reflection",
         BothWays(reflection.node, "reflection"),
         retry_policy=retry_policy,
-        destinations=REFLECTION_DESTINATIONS,  # planner, escalate, finalize
+        destinations=REFLECTION_DESTINATIONS,  # planner, subagent (Send), escalate, finalize
     )
     builder.add_node("escalate", cast(Any, escalate), destinations=ESCALATE_DESTINATIONS)
     builder.add_node("finalize", cast(Any, finalize))

@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Send
+from langgraph.types import Command
 
 from agent.context import Context, as_context
-from agent.events import emit, plan_event, progress_message, step_event, told
+from agent.events import emit, plan_event, progress_message, told
+from agent.graph.dispatch import dispatch
 from agent.graph.inputs import StateView, declared_databases, workspace_folder
 from agent.graph.memories import memories_taken_in
 from agent.graph.model_errors import last_attempt, model_failure
@@ -23,14 +24,10 @@ from agent.graph.turn import take_in
 from agent.graph.updates import combined, with_update
 from agent.models.profiles import profile_for
 from agent.plan.planner import apply_plan, ask_planner
-from agent.plan.progress import ready_steps
-from agent.reflection.budget import budget_of
-from agent.state import SubagentTask
-from agent.vfs.entries import PathError, finished_artifacts, scratch_prefix
-from agent.vfs.origin import user_paths
+from agent.vfs.entries import PathError
 from agent.vocabulary import Decision
 
-__all__ = ["Planner", "dispatch", "subagent_task"]
+__all__ = ["Planner"]
 
 
 class Planner:
@@ -142,58 +139,3 @@ def announced(state: StateView, ctx: Context, update: dict[str, Any]) -> dict[st
     told_id = f"progress-plan-{event['version']}-{int(current.get('step') or 0)}"
     plan_told = told(state.get("messages") or [], [progress_message(event, told_id)])
     return combined(update, {"messages": plan_told})
-
-
-def dispatch(state: StateView, ctx: Context, update: dict[str, Any]) -> Command[PlannerRoute]:
-    """Send each ready step (at most ``max_parallel``) to a subagent, or reflect if none."""
-    plan = state.get("plan") or {"steps": []}
-    files = state.get("files") or {}
-    ready = ready_steps(plan, files)[: ctx.max_parallel]
-    step = int(state.get("step") or 0) + 1
-    update = update | {"dispatch": [s["step_id"] for s in ready], "step": step}
-    if not ready:
-        return Command(goto="reflection", update=update)
-    left = budget_of(state, ctx, step=step)
-    allowance, seconds = left.token_allowance(len(ready)), left.time_allowance()
-    sends = [
-        Send("subagent", subagent_task(s, state, files, step, allowance, seconds)) for s in ready
-    ]
-    for s in ready:
-        emit(step_event(s, step))
-    return Command(goto=sends, update=update)
-
-
-def subagent_task(
-    step: Mapping[str, Any],
-    state: StateView,
-    files: Mapping[str, Any],
-    round_no: int,
-    allowance: int,
-    seconds: float,
-) -> SubagentTask:
-    """What one subagent gets: its step and the paths of the files it may read.
-
-    Paths, not contents, and not the goal: a ``Send`` is stored with the checkpoint (twice:
-    as a write and as a pending task), so contents in it would store each input again for
-    every step reading it. The subagent reads the contents from the ``files`` channel and
-    the goal from ``goal`` when it starts.
-
-    Besides its dependencies' outputs and the user's files, a step reads the finished
-    artifacts of earlier plans that this plan does not write again: on the 1.5B a replan
-    kept only ``textkit/__init__.py``, and its check could not import the finished
-    ``textkit/words.py`` it had no step for."""
-    by_id = {s["step_id"]: s for s in state["plan"]["steps"]}
-    readable = [by_id[d]["expected_output"] for d in step["depends_on"] if d in by_id]
-    own = [step["expected_output"]] + [
-        p for p in files if p.startswith(scratch_prefix(step["step_id"]))
-    ]
-    planned = {s["expected_output"] for s in by_id.values()}
-    earlier = [p for p in finished_artifacts(files) if p not in planned]
-    paths = dict.fromkeys(readable + user_paths(files) + earlier + own)  # and the user's
-    return {
-        "step": dict(step),
-        "readable": [p for p in paths if p in files],
-        "round": round_no,
-        "token_allowance": allowance,
-        "time_allowance_s": seconds,
-    }

@@ -13,9 +13,10 @@ from langgraph.types import Command
 import agent.reflection.rules as rules
 from agent.context import Context
 from agent.events import decision_event, emit, progress_message, told
+from agent.graph.dispatch import send_ready
 from agent.graph.inputs import StateView
 from agent.graph.pauses import escalation_of, paused
-from agent.graph.updates import combined
+from agent.graph.updates import combined, with_update
 from agent.reflection.situation import Situation, situation_from_state
 from agent.vocabulary import Decision, Status
 
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 PlannerRoute = Literal["subagent", "reflection", "escalate", "finalize"]
-ReflectionRoute = Literal["planner", "escalate", "finalize"]
+ReflectionRoute = Literal["planner", "subagent", "escalate", "finalize"]
 EscalateRoute = Literal["planner", "finalize"]
 PLANNER_DESTINATIONS: tuple[PlannerRoute, ...] = get_args(PlannerRoute)
 REFLECTION_DESTINATIONS: tuple[ReflectionRoute, ...] = get_args(ReflectionRoute)
@@ -64,7 +65,9 @@ def command_for(
     situation: Situation | None = None,
 ) -> Command[ReflectionRoute]:
     """The one place a decision becomes an update and a destination, for reflection and
-    for escalations decided elsewhere (an invalid plan, a model error)."""
+    for escalations decided elsewhere (an invalid plan, a model error). A ``continue``
+    sends the plan's ready steps to subagents itself; with none ready it goes to the
+    planner, as a resume does."""
     s = situation or situation_from_state(state, ctx)
     entry = rules.log_entry(d, s)
     if d.final_answer:
@@ -83,4 +86,8 @@ def command_for(
         update |= {"status": Status.FAILED.value, "stop_reason": entry.get("stop_reason")}
     elif decision is Decision.REPLAN:
         update["plan_request"] = {"reason": d.reason, "answer": ""}
+    elif decision is Decision.CONTINUE:
+        # the plan stands: its ready steps go out from here, with no planner superstep
+        if (sent := send_ready(with_update(state, update), ctx, update)) is not None:
+            return sent
     return Command(goto=ROUTE[decision], update=update)

@@ -1,9 +1,9 @@
-"""What a step may read (agent.graph.planner.subagent_task): its dependencies' outputs, the
+"""What a step may read (agent.graph.dispatch.subagent_task): its dependencies' outputs, the
 user's files, and the finished artifacts of earlier plans that its plan does not write."""
 
 from __future__ import annotations
 
-from agent.graph.planner import subagent_task
+from agent.graph.dispatch import subagent_task
 from agent.vfs.entries import file_entry
 from tests.fakes import step
 
