@@ -214,7 +214,11 @@ class Context:
     )
     execute_timeout_s: float = field(
         default=60.0,
-        metadata={"description": "Seconds one execute command may run before it is killed."},
+        metadata={
+            "description": "CPU seconds one execute command may use, summed over its "
+            "processes, before it is killed; it is also stopped after five times that of "
+            "wall-clock time (a loaded machine slows a command without failing it)."
+        },
     )
     workspace: str | None = field(
         default=None,

@@ -180,6 +180,6 @@ def mcp(p: argparse.ArgumentParser) -> None:
         "execute, comma-separated (default coder; empty: none)", metavar="ROLES", env=True,
     )  # fmt: skip
     _setting(
-        p, "--execute-timeout", "seconds one execute command may run", type=float, metavar="S",
+        p, "--execute-timeout", "CPU seconds one execute command may use", type=float, metavar="S",
         env=True,
     )  # fmt: skip

@@ -7,10 +7,17 @@ returns becomes the draft: a ``files`` key (``{path: text}``, or deepagents' fil
 whose ``content`` is text or a list of lines) written through the step's workspace, so its
 write scope and bounds hold; else its last message, the artifact's whole content (one code
 fence around it is taken off). The draft is then checked like any other step's. An error
-the graph raises fails the step with that error; an ``interrupt()`` inside it pauses the
-thread as LangGraph pauses a parent graph for its subgraph. It is called as the thread was:
-``invoke`` under ``graph.invoke`` (whose checkpointer, the CLI's SQLite one, may have no
-async methods), ``ainvoke`` under ``ainvoke`` and on a server.
+the graph raises fails the step with that error, and so does an artifact the thread refuses
+(too large, not text): the same graph asked again would return it again. An ``interrupt()``
+inside it pauses the thread as LangGraph pauses a parent graph for its subgraph. It is
+called as the thread was: ``invoke`` under ``graph.invoke`` (whose checkpointer, the CLI's
+SQLite one, may have no async methods), ``ainvoke`` under ``ainvoke`` and on a server.
+
+The graph inherits the thread's checkpointer, so LangGraph would save its state under a
+``subagent:<task>`` namespace at each of its steps, on every draft and every re-run of the
+step: whatever it returns, kept or refused, stored again each time. It runs with
+``durability="exit"``: a nested graph then saves its state only when it pauses or raises,
+which is all a resume needs; a graph that finishes leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -22,15 +29,17 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
+from langgraph.pregel import Pregel
 
 from agent.controller.prompting import feedback_evidence
 from agent.controller.records import StepRecords
 from agent.coroutines import called_sync
+from agent.errors import AgentError, ErrorClass
 from agent.prompts import render
 from agent.tools.text_calls import fenced_file
 from agent.vfs.entries import PathError, Workspace
 
-__all__ = ["graph_draft", "returned_files"]
+__all__ = ["RefusedArtifact", "graph_draft", "returned_files"]
 
 
 async def graph_draft(
@@ -54,11 +63,7 @@ async def graph_draft(
         inputs=", ".join(sorted(readable)) or "(none)",
     )
     given = {"messages": [HumanMessage(text)], "files": readable}
-    if called_sync():  # under invoke the thread's checkpointer may be sync only
-        result = await asyncio.to_thread(graph.invoke, given)
-    else:
-        result = await graph.ainvoke(given)
-    state = result if isinstance(result, Mapping) else {}
+    state = await _invoke(graph, given)
     messages = [m for m in state.get("messages") or [] if isinstance(m, BaseMessage)]
     kept: list[str] = []
     refused = not_text(state.get("files"))
@@ -69,13 +74,39 @@ async def graph_draft(
             kept.append(workspace.write(name, content))
         except PathError as exc:
             refused[name] = str(exc)
-    if path not in kept and (answer := _last_answer(messages, path)):
-        kept.append(workspace.write(path, answer))
+    if path not in kept and path not in refused and (answer := _last_answer(messages, path)):
+        try:
+            kept.append(workspace.write(path, answer))
+        except PathError as exc:
+            refused[path] = f"its last message: {exc}"
     note = f"kept {', '.join(kept) or 'nothing'}"
     if refused:
         note += "; not kept: " + "; ".join(f"{p} ({why})" for p, why in sorted(refused.items()))
     records.event("graph", observation=note[:200], ok=bool(kept))
+    if path in refused:
+        msg = f"the graph returned {path}, which was not kept: {refused[path]}"
+        raise RefusedArtifact(msg[:500])
     return sum(_tokens(m) for m in messages)
+
+
+class RefusedArtifact(AgentError):
+    """The graph returned the step's artifact and the thread refused it (too large, not
+    text). Its class is ``unknown`` (the step fails, a human sees the evidence), not a
+    revision: the user's code, asked again, returns the same."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorClass.UNKNOWN, message)
+
+
+async def _invoke(graph: Runnable, given: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The graph's final state; a compiled graph's own checkpoints kept only if it pauses
+    or raises (``durability="exit"``; see the module's docstring)."""
+    kwargs: dict[str, Any] = {"durability": "exit"} if isinstance(graph, Pregel) else {}
+    if called_sync():  # under invoke the thread's checkpointer may be sync only
+        result = await asyncio.to_thread(graph.invoke, given, **kwargs)
+    else:
+        result = await graph.ainvoke(given, **kwargs)
+    return result if isinstance(result, Mapping) else {}
 
 
 def returned_files(value: Any) -> dict[str, str]:

@@ -146,9 +146,11 @@ def run_command(
     memory_mb: int = 1024,
     max_output: int = 4000,
     folders: Sequence[str] = (),
+    wall_s: float | None = None,
 ) -> CommandResult:
     """Run ``line`` on ``files`` in the sandbox; ``folders`` (relative) exist before it runs,
-    empty if no file is in them (a step's scratch folder).
+    empty if no file is in them (a step's scratch folder). ``timeout_s`` and ``wall_s`` are
+    the run's time limits (:func:`agent.sandbox.run_jobs`).
 
     Raises:
         CommandRefused: the line cannot run here (:func:`parse_command`).
@@ -169,7 +171,7 @@ def run_command(
     }
     argv = ["-c", program("command_runner.py"), json.dumps(config)]
     job = Job(files=files, argv=argv, max_output=max_output, report=True)
-    result = run_jobs([job], timeout_s=timeout_s, memory_mb=memory_mb)[0]
+    result = run_jobs([job], timeout_s=timeout_s, memory_mb=memory_mb, wall_s=wall_s)[0]
     report = _report(result.report) if result.killed_reason is None else {}
     return CommandResult(
         returncode=result.returncode,

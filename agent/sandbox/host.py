@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 from agent.sandbox import pool
 from agent.sandbox.capture import collect, drain
@@ -46,10 +46,17 @@ def run_jobs(
     memory_mb: int = 512,
     link: bool = False,
     isolation: IsolationLevel | None = None,
+    wall_s: float | None = None,
 ) -> list[SandboxResult]:
     """Run ``jobs`` together in the sandbox; ``link`` connects the first two by a socket pair
     (``DEEPREFLECT_LINK_FD``). ``memory_mb`` bounds the whole run, every process summed.
     ``isolation`` overrides :func:`isolation_level` (the SQL check reads a host file).
+
+    ``timeout_s`` bounds each process's CPU time (``RLIMIT_CPU``) and the run's wall time.
+    With ``wall_s`` (at least ``timeout_s``), ``timeout_s`` is the run's CPU time instead,
+    summed over its processes (killed: ``"cpu"``), and ``wall_s`` the wall-clock backstop
+    (``"timeout"``): a loaded machine slows a job's wall time, not its CPU time, so a job
+    that computes little is not failed by a busy machine, and a loop is still stopped.
 
     Raises:
         SandboxUnavailable: no kernel-enforced sandbox here and no opt-in to ``process``
@@ -60,12 +67,16 @@ def run_jobs(
     if not 0 < timeout_s < math.inf:
         msg = f"timeout_s must be a positive number of seconds, not {timeout_s!r}"
         raise ValueError(msg)
+    if wall_s is not None and not timeout_s <= wall_s < math.inf:
+        msg = f"wall_s must be a number of seconds of at least timeout_s, not {wall_s!r}"
+        raise ValueError(msg)
+    limits = _Limits(timeout_s, wall_s)
     level = isolation or isolation_level()
     if isolation is None and pool.enabled() and pool.fits(jobs, link):
         for _ in range(2):  # a pair that died while it waited is thrown away, never used
             if (taken := pool.take(level)) is None:
                 break
-            done = _run_pooled(*taken, jobs, timeout_s, memory_mb)
+            done = _run_pooled(*taken, jobs, limits, memory_mb)
             if done is not None:
                 return done
     base = Path(tempfile.mkdtemp(prefix="deepreflect-sandbox-")).resolve()
@@ -80,15 +91,31 @@ def run_jobs(
         if links is not None:
             for end in links:
                 end.close()  # the jobs hold their ends; a dead peer then reads as EOF
-        return _supervise(started, timeout_s, memory_mb, level)
+        return _supervise(started, limits, memory_mb, level)
     finally:
         for run in started:
             run.close()
         remove_tree(base)
 
 
+class _Limits(NamedTuple):
+    """A run's time limits: each process's CPU seconds, and the run's wall-clock seconds
+    (``wall_s`` None: ``timeout_s`` is both, and the run's CPU is not summed)."""
+
+    timeout_s: float
+    wall_s: float | None
+
+    @property
+    def deadline_s(self) -> float:
+        return self.wall_s if self.wall_s is not None else self.timeout_s
+
+    @property
+    def run_cpu_s(self) -> float | None:
+        return self.timeout_s if self.wall_s is not None else None
+
+
 def _run_pooled(
-    pair: pool.Pair, owner: Any, jobs: Sequence[Job], timeout_s: float, memory_mb: int
+    pair: pool.Pair, owner: Any, jobs: Sequence[Job], limits: _Limits, memory_mb: int
 ) -> list[SandboxResult] | None:
     """Run ``jobs`` in a waiting pair, which is then killed with the run; None (and the
     pair discarded) if it is no longer usable."""
@@ -98,27 +125,29 @@ def _run_pooled(
             return None
         try:
             runs = zip(pair.runs, jobs, strict=True)
-            started = [deliver(run, job, timeout_s, memory_mb) for run, job in runs]
+            started = [deliver(run, job, limits.timeout_s, memory_mb) for run, job in runs]
         except OSError:
             return None
-        return _supervise(started, timeout_s, memory_mb, pair.level)
+        return _supervise(started, limits, memory_mb, pair.level)
     finally:
         pair.discard()
         owner.done()
 
 
 def _supervise(
-    started: list[Started], timeout_s: float, memory_mb: int, level: IsolationLevel
+    started: list[Started], limits: _Limits, memory_mb: int, level: IsolationLevel
 ) -> list[SandboxResult]:
     """Collect output until the main jobs end, time runs out, output floods or the run's
-    processes together outgrow ``memory_mb``; then kill everything and report."""
+    processes together outgrow ``memory_mb`` (or their CPU budget); then kill everything
+    and report."""
     begun = time.monotonic()
     captures = {pipe: cap for run in started for pipe, cap in run.captures.items()}
     mains = [run for run in started if run.spec.job.main] or started
     members = [(run.proc.pid, run.spec.uid) for run in started]
     folders = [] if level == "kernel" else [str(p) for r in started for p in r.spec.folders()]
-    watch = Watch(members, memory_mb * 1024 * 1024, folders, DISK_LIMIT * len(started))
-    reason = collect([run.proc.pid for run in mains], captures, begun + timeout_s, watch)
+    disk = DISK_LIMIT * len(started)
+    watch = Watch(members, memory_mb * 1024 * 1024, folders, disk, cpu_s=limits.run_cpu_s)
+    reason = collect([run.proc.pid for run in mains], captures, begun + limits.deadline_s, watch)
     outlived = _still_running([run for run in started if run not in mains]) if not reason else []
     for run in started:
         kill_all(run.proc.pid, run.spec.uid)

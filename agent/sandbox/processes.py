@@ -130,8 +130,9 @@ def disk_use(paths: Iterable[str]) -> tuple[int, int]:
 
 
 class Watch:
-    """Memory and process count of the whole run, summed over all its processes, and the
-    disk its folders (and its throw-away uids' leftovers) hold."""
+    """Memory and process count of the whole run, summed over all its processes, the disk
+    its folders (and its throw-away uids' leftovers) hold, and, when given a CPU budget, the
+    CPU time its processes used (:class:`CpuTime`)."""
 
     def __init__(
         self,
@@ -139,17 +140,20 @@ class Watch:
         limit_bytes: int,
         folders: Sequence[str] = (),
         disk_bytes: int = 0,
+        cpu_s: float | None = None,
     ) -> None:
         self.jobs = list(jobs)
         self.limit = limit_bytes
         self.folders = list(folders)
         self.disk_limit = disk_bytes
+        self.cpu = CpuTime() if cpu_s is not None else None
+        self.cpu_limit = cpu_s or 0.0
         self.next_at = 0.0
         self.disk_at = 0.0
 
     def over(self, now: float) -> str | None:
-        """``"killed"`` (too many processes), ``"memory"``, ``"disk"`` or None; looks at most
-        every ``WATCH_EVERY_S``, since walking ``/proc`` is not free."""
+        """``"killed"`` (too many processes), ``"memory"``, ``"cpu"``, ``"disk"`` or None;
+        looks at most every ``WATCH_EVERY_S``, since walking ``/proc`` is not free."""
         if now < self.next_at:
             return None
         self.next_at = now + WATCH_EVERY_S
@@ -158,6 +162,8 @@ class Watch:
             return "killed"
         if sum(_rss(pid) for pid in found) > self.limit:
             return "memory"
+        if self.cpu is not None and self.cpu.used(found) > self.cpu_limit:
+            return "cpu"
         if self.folders and now >= self.disk_at:
             self.disk_at = now + DISK_EVERY_S
             return self._disk_over()
@@ -168,6 +174,41 @@ class Watch:
         used, entries = disk_use(self.folders + shared)
         too_many = entries > FILES_PER_JOB * len(self.jobs)
         return "disk" if used > self.disk_limit or too_many else None
+
+
+class CpuTime:
+    """CPU seconds a run's processes used, summed: ``RLIMIT_CPU`` bounds each process, not
+    the forty a loop forks. Each process counts what it used since it was first seen (a
+    pooled interpreter's imports before its job are not the job's); one that lived less
+    than a look apart, or whose last moments fell between two looks, is missed: the count
+    errs low, never kills early, and the wall backstop and each ``RLIMIT_CPU`` still hold."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[int, int], float] | None = None
+        self.last: dict[tuple[int, int], float] = {}
+        self.before: dict[tuple[int, int], float] = {}
+
+    def used(self, pids: Iterable[int]) -> float:
+        """The run's CPU seconds so far, given its live processes."""
+        seen = dict(filter(None, (_cpu_of(pid) for pid in pids)))
+        if self.first is None:  # the run's first look: what they used before is not its
+            self.first = dict(seen)
+        for key, seconds in seen.items():
+            self.before.setdefault(key, self.first.get(key, 0.0))
+            self.last[key] = max(seconds, self.last.get(key, 0.0))
+        return sum(self.last[key] - self.before[key] for key in self.last)
+
+
+def _cpu_of(pid: int) -> tuple[tuple[int, int], float] | None:
+    """``((pid, start time), user + system CPU seconds)`` of a process: the start time keeps
+    a reused pid from counting as the process it replaced."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15
+        return (pid, int(fields[19])), ticks / os.sysconf("SC_CLK_TCK")  # starttime: 22
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _rss(pid: int) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from langgraph.store.base import BaseStore
 
@@ -34,6 +35,7 @@ __all__ = [
     "load_memories",
     "memory_namespace",
     "open_memory_store",
+    "owner_of",
     "save_memories",
 ]
 
@@ -73,6 +75,14 @@ def owner_label(owner: str) -> str:
     (an e-mail address, ``../bob``) or a NUL, so those and ``%`` are percent-encoded: every
     owner gets a label, and no two owners share one."""
     return owner.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
+
+
+def owner_of(namespace: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(scope, owner)`` of a memory namespace (the inverse of :func:`memory_namespace`),
+    or None for a namespace that is not one."""
+    if len(namespace) != 3 or namespace[0] != NAMESPACE_ROOT or namespace[1] not in SCOPES:
+        return None
+    return namespace[1], unquote(namespace[2])  # every "%" of a label starts an escape
 
 
 async def load_memories(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, str]:

@@ -5,11 +5,13 @@ What the command writes comes back through the step's :class:`Workspace`, exactl
 ``write_file`` would: only the step's ``expected_output`` and ``work/<step_id>/`` are kept,
 each file bounded and its path validated; everything else is named in the result with the
 reason it was not kept. The command sees no network and no host environment (its
-environment is built from nothing), runs under the sandbox's limits and a timeout, and its
-output is capped. It runs only where generated code may run at all: a kernel-enforced
-sandbox, or ``DEEPREFLECT_SANDBOX=process`` when the user opted in
-(:func:`agent.sandbox.isolation_level`). An approval rule holds it like any tool
-(``interrupt_on={"execute": True}``), bound to the exact command.
+environment is built from nothing), runs under the sandbox's limits, and its output is
+capped. Its time limit is CPU time, summed over its processes, with a wall-clock backstop a
+few times longer: a busy machine slows a command without failing it, a loop is still
+stopped. It runs only where generated code may run at all: a kernel-enforced sandbox, or
+``DEEPREFLECT_SANDBOX=process`` when the user opted in (:func:`agent.sandbox.isolation_level`).
+An approval rule holds it like any tool (``interrupt_on={"execute": True}``), bound to the
+exact command.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ __all__ = ["EXECUTE", "execute_available", "execute_tool", "result_text"]
 
 EXECUTE = "execute"
 DEFAULT_TIMEOUT_S = 60.0
+WALL_PER_CPU = 5
+"""A command's wall-clock backstop, in multiples of its CPU time limit: on a loaded machine
+``import pytest`` alone can take 11 s of wall time and a fraction of one of CPU."""
 OUTPUT_CHARS = 4000
 """Characters of each stream the model sees (head and tail)."""
 MEMORY_MB = 1024
@@ -52,7 +57,8 @@ def execute_available() -> bool:
 
 
 def execute_tool(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> BaseTool:
-    """The ``execute`` tool, its commands stopped after ``timeout_s`` seconds."""
+    """The ``execute`` tool, its commands stopped once their processes used ``timeout_s``
+    seconds of CPU time, or after :data:`WALL_PER_CPU` times that of wall time."""
 
     async def execute(
         command: Annotated[str, "The command line, e.g. `pytest -q tests/`."],
@@ -65,6 +71,7 @@ def execute_tool(*, timeout_s: float = DEFAULT_TIMEOUT_S) -> BaseTool:
                 workspace.sandbox_files(omitted),  # a folder's files, the thread's over them
                 command,
                 timeout_s=timeout_s,
+                wall_s=timeout_s * WALL_PER_CPU,
                 memory_mb=MEMORY_MB,
                 max_output=OUTPUT_CHARS,
                 folders=[workspace.scratch] if workspace.scratch else [],
@@ -109,6 +116,8 @@ def result_text(
         head = f"killed ({result.killed_reason}) after {result.duration_s:.1f} s"
         if result.killed_reason == "timeout":
             head += ": the command did not finish in time"
+        elif result.killed_reason == "cpu":
+            head += ": the command used up its CPU time"
     else:
         head = f"exit code {result.returncode}"
     lines = [f"{head} [sandbox: {result.isolation}]"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent.tools.command import execute_tool
+from agent.tools.command import WALL_PER_CPU, execute_tool
 from agent.tools.filesystem import ToolOutcome, run_tool_call
 from agent.vfs.entries import Workspace
 from tests.fakes import both_isolation_levels
@@ -89,12 +89,38 @@ def test_a_fork_bomb_ends_and_loses_nothing(mode):
     assert space.written == {} and space.read("app.py") == APP
 
 
-def test_an_endless_loop_is_killed_at_the_timeout(mode):
+def test_an_endless_loop_is_killed_when_it_has_used_its_cpu_time(mode):
     space = workspace()
     outcome = execute(space, python("while True: pass"), timeout_s=2)
-    assert outcome.text.startswith("killed (timeout)"), outcome.text
-    assert "no file was kept" in outcome.text
+    assert outcome.text.startswith("killed (cpu)"), outcome.text
+    assert "used up its CPU time" in outcome.text and "no file was kept" in outcome.text
     assert space.written == {}
+
+
+def test_loops_in_forked_processes_are_stopped_by_their_cpu_time_summed(mode):
+    space = workspace()
+    code = "import os\nfor _ in range(3): os.fork()\nwhile True: pass"  # eight loops
+    outcome = execute(space, python(code), timeout_s=4)
+    assert outcome.text.startswith("killed (cpu)"), outcome.text
+    # each loop alone would stay under its RLIMIT_CPU (5 s) until the 20 s wall backstop
+    # killed them ("timeout"); the run's CPU summed reaches 4 s well before
+    assert float(outcome.text.split(" after ")[1].split(" s")[0]) < 4 * WALL_PER_CPU
+
+
+def test_a_command_slower_than_its_cpu_time_finishes_when_it_computes_little(mode):
+    """A loaded machine, played by sleeping: wall time past the CPU limit, CPU time under."""
+    space = workspace()
+    outcome = execute(space, python("import time; time.sleep(3); print(42)"), timeout_s=1)
+    assert outcome.text.startswith("exit code 0"), outcome.text
+    assert "42" in outcome.text
+
+
+def test_a_command_that_waits_forever_is_stopped_by_the_wall_clock_backstop(mode):
+    space = workspace()
+    outcome = execute(space, python("import time; time.sleep(600)"), timeout_s=1)
+    assert outcome.text.startswith("killed (timeout)"), outcome.text
+    seconds = float(outcome.text.split(" after ")[1].split(" s")[0])
+    assert WALL_PER_CPU <= seconds < WALL_PER_CPU + 10
 
 
 def test_filling_the_disk_is_stopped_and_loses_nothing(mode):

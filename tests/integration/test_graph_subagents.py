@@ -5,6 +5,9 @@ any step's output, and a graph that raises fails its step with the error, not th
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ from langgraph.types import Command, interrupt
 
 from agent import ScriptedChatModel, build_graph, resume, run
 from agent.errors import ConfigError
+from agent.vfs.paths import MAX_FILE_BYTES
 from tests.fakes import END, ctx, models, sqlite_graph, step
 
 PLAN = [
@@ -249,3 +253,72 @@ def test_two_graph_steps_asking_at_once_are_answered_one_at_a_time(tmp_path):
     assert done["status"] == "success"
     regions = {files[p]["content"].split()[3] for p in ("north.md", "south.md")}
     assert regions == {"north", "south"}
+
+
+def oversized_graph(calls: list[int], *, as_message: bool = False):
+    """A graph whose answer (a returned file, or its last message) is 3x the file limit."""
+    big = "# Findings\n" + "x" * (3 * MAX_FILE_BYTES)
+
+    def work(state: FilesState) -> dict[str, Any]:
+        calls.append(1)
+        if as_message:
+            return {"messages": [AIMessage(big)]}
+        return {"files": {"findings.md": big}, "messages": [AIMessage("done")]}
+
+    builder = StateGraph(FilesState)
+    builder.add_node("work", work)
+    builder.add_edge(START, "work")
+    return builder.compile()
+
+
+def subgraph_rows(db: Path) -> int:
+    """Checkpoints and writes the thread's file holds under a ``subagent:`` namespace."""
+    with closing(sqlite3.connect(db)) as conn:
+        return sum(
+            conn.execute(
+                f"select count(*) from {table} where checkpoint_ns like 'subagent:%'"
+            ).fetchone()[0]
+            for table in ("checkpoints", "writes")
+        )
+
+
+def test_an_oversized_artifact_fails_the_step_at_once_and_is_stored_nowhere(tmp_path):
+    calls: list[int] = []
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": oversized_graph(calls)}
+    roles = models(
+        [],
+        planner=ScriptedChatModel(responder=lambda messages: {"steps": PLAN}),
+        reflection=ScriptedChatModel(responder=lambda messages: END),
+    )
+    graph, conn = sqlite_graph(tmp_path, roles, subagents=[spec])
+    with conn:
+        paused = run(graph, "Analyse it", context=ctx())
+        assert paused["stop_reason"] == "subagent_failed_twice"
+        assert len(calls) == 2  # one draft per run of the step: no revision repeats it
+        question = paused["escalation"]["question"]
+        assert f"{3 * MAX_FILE_BYTES + 11} bytes; the limit is {MAX_FILE_BYTES}" in question
+        again = resume(graph, paused["thread_id"], "try once more")
+    assert again["stop_reason"] == "subagent_failed_twice" and len(calls) == 4
+    # bounded by the limit, not by the runs: the refused file is in no checkpoint
+    assert (tmp_path / "threads.sqlite").stat().st_size < MAX_FILE_BYTES
+    assert subgraph_rows(tmp_path / "threads.sqlite") == 0
+
+
+def test_an_oversized_last_message_is_refused_as_the_artifact_too():
+    calls: list[int] = []
+    _, state, _ = run_with(oversized_graph(calls, as_message=True))
+    (error, *_) = [e for e in state["trajectory"] if e["action"] == "error"]
+    assert "findings.md, which was not kept: its last message: content is" in error["observation"]
+    assert "findings.md" not in state["files"]
+
+
+def test_a_paused_graph_keeps_its_state_for_the_resume_and_a_finished_one_none(tmp_path):
+    spec = {"name": "analyst", "description": "Analyses data.", "graph": asking_graph()}
+    graph, conn = sqlite_graph(tmp_path, models(PLAN, [END]), subagents=[spec])
+    db = tmp_path / "threads.sqlite"
+    with conn:
+        paused = run(graph, "Analyse it", context=ctx())
+        held = subgraph_rows(db)
+        done = resume(graph, paused["thread_id"], "north")
+    assert held > 0 and done["status"] == "success"
+    assert subgraph_rows(db) == held  # the finished run added nothing under its namespace

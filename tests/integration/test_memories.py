@@ -101,6 +101,11 @@ def test_the_assistant_scope_is_shared_by_every_thread_of_the_assistant(tmp_path
     assert item.key == "conventions.md"
 
 
+def as_user(user: str) -> dict[str, str]:
+    """The environment of a CLI run by ``user`` (whatever the login name of the test)."""
+    return {"DEEPREFLECT_USER_ID": user}
+
+
 def test_the_cli_lists_shows_and_deletes_a_users_memories(tmp_path):
     from agent.store.memories import open_memory_store
     from tests.fakes import cli
@@ -108,14 +113,43 @@ def test_the_cli_lists_shows_and_deletes_a_users_memories(tmp_path):
     db = tmp_path / "threads.sqlite"
     with open_memory_store(str(db)) as memory:
         memory.put((NAMESPACE_ROOT, "user", "alice"), "conventions.md", {"content": CONVENTIONS})
-    listed = cli("memory", "ls", "--user", "alice", db=db)
+    alice, bob = as_user("alice"), as_user("bob")
+    listed = cli("memory", "ls", db=db, env_extra=alice)
     assert listed.returncode == 0 and "memories/conventions.md" in listed.stdout
-    assert "no memories for user bob" in cli("memory", "ls", "--user", "bob", db=db).stdout
-    shown = cli("memory", "show", NOTE, "--user", "alice", db=db)
+    assert "no memories for user bob" in cli("memory", "ls", db=db, env_extra=bob).stdout
+    shown = cli("memory", "show", NOTE, "--user", "alice", db=db, env_extra=alice)
     assert shown.stdout == CONVENTIONS
-    assert cli("memory", "rm", "other.md", "--user", "alice", db=db).returncode == 2
-    assert cli("memory", "rm", NOTE, "--user", "alice", db=db).returncode == 0
-    assert "no memories" in cli("memory", "ls", "--user", "alice", db=db).stdout
+    assert cli("memory", "rm", "other.md", db=db, env_extra=alice).returncode == 2
+    assert cli("memory", "rm", NOTE, db=db, env_extra=alice).returncode == 0
+    assert "no memories" in cli("memory", "ls", db=db, env_extra=alice).stdout
+
+
+def test_the_cli_refuses_another_users_memories_unless_told_and_loses_nothing(tmp_path):
+    from agent.store.memories import open_memory_store
+    from tests.fakes import cli
+
+    db = tmp_path / "threads.sqlite"
+    with open_memory_store(str(db)) as memory:
+        memory.put((NAMESPACE_ROOT, "user", "alice"), "conventions.md", {"content": CONVENTIONS})
+        memory.put((NAMESPACE_ROOT, "assistant", "reports"), "house.md", {"content": "# House"})
+    bob = as_user("bob")
+    for action in (("ls",), ("show", NOTE), ("rm", NOTE)):
+        refused = cli("memory", *action, "--user", "alice", db=db, env_extra=bob)
+        assert refused.returncode == 2, refused
+        assert "permission denied: the memories of user alice are not yours" in refused.stdout
+        assert "acts for user bob" in refused.stdout and CONVENTIONS not in refused.stdout
+    assert cli("memory", "ls", "--assistant", "reports", db=db, env_extra=bob).returncode == 2
+    with open_memory_store(str(db)) as memory:  # nothing was deleted
+        assert memory.get((NAMESPACE_ROOT, "user", "alice"), "conventions.md") is not None
+
+    every = cli("memory", "ls", "--all-namespaces", db=db, env_extra=bob)
+    assert every.returncode == 0
+    assert "user alice  memories/conventions.md" in every.stdout
+    assert "assistant reports  memories/house.md" in every.stdout
+    told = cli("memory", "rm", NOTE, "--user", "alice", "--other-owner", db=db, env_extra=bob)
+    assert told.returncode == 0 and "deleted memories/conventions.md of user alice" in told.stdout
+    alone = cli("memory", "ls", "--other-owner", db=db, env_extra=bob)
+    assert alone.returncode == 2 and "--other-owner needs the namespace" in alone.stdout
 
 
 def test_memories_in_a_postgres_store_reach_the_next_thread_of_the_same_user(postgres_url):
@@ -190,10 +224,12 @@ def test_the_cli_finds_the_memories_of_a_user_named_by_an_email_address(tmp_path
     assert namespace is not None
     with open_memory_store(str(db)) as memory:
         memory.put(namespace, "conventions.md", {"content": CONVENTIONS})
-    listed = cli("memory", "ls", "--user", "alice@example.com", db=db)
+    listed = cli("memory", "ls", db=db, env_extra=as_user("alice@example.com"))
     assert listed.returncode == 0 and "memories/conventions.md" in listed.stdout
     assert "no memories for user alice@example.org" in (
-        cli("memory", "ls", "--user", "alice@example.org", db=db).stdout
+        cli("memory", "ls", db=db, env_extra=as_user("alice@example.org")).stdout
     )
+    every = cli("memory", "ls", "--all-namespaces", db=db, env_extra=as_user("bob"))
+    assert "user alice@example.com  memories/conventions.md" in every.stdout
     blank = cli("memory", "ls", "--user", " ", db=db)
     assert blank.returncode == 2 and "name a user or an assistant" in blank.stdout
