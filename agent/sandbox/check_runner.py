@@ -132,12 +132,6 @@ def _bare_uses(source: str, names: list[str]) -> list[str]:
     import ast
 
     tree = ast.parse(source)
-    if any(
-        isinstance(node, ast.Assign)
-        and any(getattr(t, "id", None) == "__deepreflect_own_builtins__" for t in node.targets)
-        for node in tree.body
-    ):
-        return []  # the product's stated-examples program (``examples_program.py``)
     bound: set[str] = set()
     read: set[str] = set()
     for node in ast.walk(tree):
@@ -266,8 +260,10 @@ def _bridge_with_modules(own_files: list[str]) -> CheckSide:
     return bridge
 
 
-def check_python(artifact: str, code_file: str) -> None:
-    """Run the artifact (in its own process), then the check code against its namespace."""
+def check_python(artifact: str, code_file: str, own_builtins: bool = False) -> None:
+    """Run the artifact (in its own process), then the check code against its namespace.
+    ``own_builtins``: the code is the product's stated-examples program, whose bare builtins
+    are meant as the builtins (the host says so, never the code)."""
     bridge = _bridge_with_modules([code_file])
     stage = "artifact"
     try:
@@ -281,7 +277,7 @@ def check_python(artifact: str, code_file: str) -> None:
         with open(code_file, encoding="utf-8") as handle:
             source = handle.read()
         builtin = [n for n in _names(list(artifact_names)) if hasattr(builtins, n)]
-        if builtin and (used := _safe_bare_uses(source, builtin)):
+        if builtin and not own_builtins and (used := _safe_bare_uses(source, builtin)):
             _refuse_quietly(bridge, _builtin_line(_module_name(artifact), used))
         exec(compile(source, os.path.basename(code_file), "exec"), namespace)
     except BaseException as exc:
@@ -409,7 +405,7 @@ def main(argv: list[str]) -> None:
     if role == "serve":
         serve(rest[0])
     elif role == "python":
-        check_python(rest[0], rest[1])
+        check_python(rest[0], rest[1], own_builtins=rest[2:] == ["--own-builtins"])
     elif role == "pytest":
         check_pytest(rest[0], rest[1:])
     else:

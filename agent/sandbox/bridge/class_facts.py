@@ -4,17 +4,21 @@ A handle's class defines every dunder a handle forwards (``__iter__``, ``__next_
 ``__len__``, ``__call__``, ``__enter__``, ``__hash__`` …), so structural answers about it are
 the handle's, not the artifact object's: ``isinstance(h, collections.abc.Iterator)``,
 ``Hashable``, ``Sized``, ``typing.SupportsFloat``, ``callable(h)``, ``hasattr(h,
-'__enter__')`` would be true whatever the artifact returned. Asking the artifact's process
-instead would take its word. So these decisions fail closed, like every other decision on a
-handle: an abstract class (``abc.ABCMeta`` and ``typing``'s protocols) that would say yes of
-a handle refuses (a no is the check's own fact: the handle is registered as nothing), and the
-check's own code asking ``callable``, ``hasattr`` or ``getattr`` of a handle's dunder
-refuses. Library code (``pytest.raises(E, func)``) keeps the builtins' answers: it only
-calls what it is given, and the call is the behaviour under test.
+'__enter__')``, ``h.__enter__``, ``h.__module__``, ``dir(h)``, ``type(h).__name__`` answer
+the same for every artifact. Asking the artifact's process instead would take its word. So
+these decisions fail closed, like every other decision on a handle: an abstract class
+(``abc.ABCMeta`` and ``typing``'s protocols) that would say yes of a handle refuses wherever
+it is asked, and the check's own code asking an abstract class at all (a no, ``Mapping``, is
+computed from the same dunders), asking ``callable``, ``dir``, ``hasattr`` or ``getattr`` of
+a handle's dunder, reading such a dunder (``h.__enter__``) or any attribute of a handle's
+class (``type(h).__name__``, ``h.__class__.__name__``) refuses. Library code
+(``pytest.raises(E, func)``) keeps the builtins' answers: it only calls what it is given, and
+the call is the behaviour under test.
 """
 
 from __future__ import annotations
 
+import _collections_abc
 import abc
 import builtins
 import sys
@@ -22,29 +26,48 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from .remote import READABLE_DUNDERS, CheckSide, Remote, refuse_handle
+from .remote import READABLE_DUNDERS, CheckSide, HandleClass, Remote, refuse_handle
 
 _WHAT = "check what the object does instead: call it, or read its fields as plain data"
+_MACHINERY = {__file__, abc.__file__, typing.__file__, _collections_abc.__file__}
+"""The files of ``isinstance`` itself: who asks is the first frame outside them."""
 
 
 def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> None:
     """Install the refusals in this process (the check's, which the check owns);
     ``is_check_code`` tells the check's own files (its code, its tests) by file name."""
+
+    def asked_by_check() -> bool:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename in _MACHINERY:
+            frame = frame.f_back  # type: ignore[assignment]
+        return frame is not None and is_check_code(frame.f_code.co_filename)
+
+    _guard_abstract_classes(side, asked_by_check)
+    _guard_builtins(side, asked_by_check)
+    _guard_reads(side, asked_by_check)
+
+
+def _guard_abstract_classes(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
+    """``isinstance``/``issubclass`` of a handle against an abstract class or protocol."""
     metas = [abc.ABCMeta, getattr(typing, "_ProtocolMeta", abc.ABCMeta)]
     originals: dict[type, Any] = {}
     for meta in dict.fromkeys(metas):
         if "__subclasscheck__" in meta.__dict__:
             originals[meta] = meta.__dict__["__subclasscheck__"]
-            meta.__subclasscheck__ = _guarded_subclasscheck(originals[meta], side)  # type: ignore[method-assign]
+            guarded = _guarded_subclasscheck(originals[meta], side, asked_by_check)
+            meta.__subclasscheck__ = guarded  # type: ignore[method-assign]
     for meta in dict.fromkeys(metas):
         if "__instancecheck__" in meta.__dict__:
-            guarded = _guarded_instancecheck(meta.__dict__["__instancecheck__"], originals)
+            original = meta.__dict__["__instancecheck__"]
+            guarded = _guarded_instancecheck(original, originals, asked_by_check)
             meta.__instancecheck__ = guarded  # type: ignore[method-assign]
+
+
+def _guard_builtins(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
+    """``callable``, ``dir``, ``hasattr`` and ``getattr`` of a handle's dunder."""
     original_callable, original_hasattr = builtins.callable, builtins.hasattr
     original_getattr = builtins.getattr
-
-    def asked_by_check() -> bool:
-        return is_check_code(sys._getframe(2).f_code.co_filename)
 
     def guarded_callable(obj: Any, /) -> bool:
         if type(obj) is Remote and asked_by_check():
@@ -72,6 +95,43 @@ def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> 
     builtins.getattr = guarded_getattr
 
 
+def _guard_reads(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
+    """A handle's dunder read as an attribute (``h.__enter__``, ``h.__module__``), ``dir(h)``,
+    and any attribute of a handle's class (``type(h).__name__``), read by the check's code."""
+    read_handle, read_class = object.__getattribute__, type.__getattribute__
+
+    def __getattribute__(handle: Remote, name: str) -> Any:
+        if name != "__class__" and _handles_own(name) and asked_by_check():  # isinstance() reads it
+            refuse_handle(handle, f"read its {name}, a class fact; " + _WHAT)
+        return read_handle(handle, name)
+
+    def __dir__(handle: Remote) -> Any:
+        if asked_by_check():
+            refuse_handle(handle, "asked dir() of it, a class fact; " + _WHAT)
+        return object.__dir__(handle)
+
+    def class_getattribute(cls: type, name: str) -> Any:
+        if name != "__class__" and asked_by_check():  # as isinstance() does
+            side.refuse(
+                f"the artifact returned an object and the check read {name} of its class "
+                "(type(obj), obj.__class__), a class fact; " + _WHAT
+            )
+        return read_class(cls, name)
+
+    def class_dir(cls: type) -> Any:
+        if asked_by_check():
+            side.refuse(
+                "the artifact returned an object and the check asked dir() of its class "
+                "(type(obj), obj.__class__), a class fact; " + _WHAT
+            )
+        return type.__dir__(cls)
+
+    Remote.__getattribute__ = __getattribute__  # type: ignore[method-assign,assignment]
+    Remote.__dir__ = __dir__  # type: ignore[method-assign,assignment]
+    HandleClass.__getattribute__ = class_getattribute  # type: ignore[method-assign,assignment]
+    HandleClass.__dir__ = class_dir  # type: ignore[method-assign,assignment]
+
+
 def _handles_own(name: Any) -> bool:
     """A dunder the handle's class answers itself (every one but the artifact's names)."""
     return (
@@ -86,10 +146,10 @@ def _is_handle_class(cls: Any) -> bool:
     return isinstance(cls, type) and type.__subclasscheck__(Remote, cls)
 
 
-def _guarded_subclasscheck(original: Any, side: CheckSide) -> Any:
+def _guarded_subclasscheck(original: Any, side: CheckSide, asked_by_check: Any) -> Any:
     def __subclasscheck__(cls: Any, subclass: Any) -> bool:
         answer = original(cls, subclass)
-        if answer and _is_handle_class(subclass):
+        if _is_handle_class(subclass) and (answer or asked_by_check()):
             side.refuse(
                 "the artifact returned an object and the check asked whether its class is "
                 f"a {_name(cls)}, which a handle's own methods would answer, whatever the "
@@ -100,24 +160,29 @@ def _guarded_subclasscheck(original: Any, side: CheckSide) -> Any:
     return __subclasscheck__
 
 
-def _guarded_instancecheck(original: Any, originals: dict[type, Any]) -> Any:
+def _guarded_instancecheck(original: Any, originals: dict[type, Any], asked_by_check: Any) -> Any:
     def __instancecheck__(cls: Any, instance: Any) -> bool:
         if type(instance) is not Remote:
             return bool(original(cls, instance))
+        if asked_by_check():  # a no is computed from the same dunders as a yes
+            refuse_handle(instance, _asked_isinstance(cls))
         unguarded = next(originals[k] for k in type(cls).__mro__ if k in originals)
         try:
             answer = unguarded(cls, Remote)
         except TypeError:  # a protocol with data members: its reads are the artifact's
             return bool(original(cls, instance))
         if answer:
-            refuse_handle(
-                instance,
-                f"asked isinstance() against {_name(cls)}, which a handle's own methods "
-                "would answer, whatever the artifact returned; " + _WHAT,
-            )
+            refuse_handle(instance, _asked_isinstance(cls))
         return False
 
     return __instancecheck__
+
+
+def _asked_isinstance(cls: Any) -> str:
+    return (
+        f"asked isinstance() against {_name(cls)}, which a handle's own methods would "
+        "answer, whatever the artifact returned; " + _WHAT
+    )
 
 
 def _name(cls: Any) -> str:
