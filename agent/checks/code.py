@@ -220,7 +220,7 @@ def _warned(kind: str, verdict: Verdict) -> CheckReport:
 
 
 def _python_verdict(
-    files: Mapping[str, str], path: str, code: str, timeout_s: float, own_builtins: bool
+    files: Mapping[str, str], path: str, code: str, timeout_s: float, own_builtins: bool = False
 ) -> Verdict:
     """``own_builtins``: the code is the product's examples program, whose bare builtins are
     the builtins (the runner does not refuse them where the artifact defines their names)."""

@@ -27,6 +27,7 @@ from __deepreflect_bridge__.check_side import CheckSide  # type: ignore[import-n
 from __deepreflect_bridge__.class_facts import (  # type: ignore[import-not-found]
     guard_class_facts,
 )
+from __deepreflect_bridge__.names import free_names  # type: ignore[import-not-found]
 from __deepreflect_bridge__.remote import Remote  # type: ignore[import-not-found]
 from __deepreflect_bridge__.wire import connect  # type: ignore[import-not-found]
 
@@ -127,23 +128,9 @@ def _refuse_bare_builtins(module: Any, names: list[str], filename: str) -> None:
 
 
 def _bare_uses(source: str, names: list[str]) -> list[str]:
-    """Which of ``names`` the code reads as a bare name it never binds itself (no import,
-    assignment, definition or parameter of that name)."""
-    import ast
-
-    tree = ast.parse(source)
-    bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return [n for n in names if n in read and n not in bound]
+    """Which of ``names`` the code reads as a bare name it never binds itself."""
+    free = free_names(source)
+    return [n for n in names if n in free]
 
 
 def _builtin_line(module: str, names: list[str]) -> str:
