@@ -45,8 +45,8 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
-from agent.checks.examples import examples_check
 from agent.checks.critique import critique_from_check, merge
+from agent.checks.examples import examples_check
 from agent.controller.habits import RevisionRecord, as_learnt
 from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker

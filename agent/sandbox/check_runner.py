@@ -256,6 +256,7 @@ def check_python(artifact: str, code_file: str, own_builtins: bool = False) -> N
     try:
         # a real module, so what needs its module (a dataclass, pickle) finds it
         module = sys.modules["__check__"] = types.ModuleType("__check__")
+        module.__file__ = code_file  # its classes are the check's own (``class_facts``)
         namespace: dict[str, Any] = module.__dict__
         namespace["__builtins__"] = __builtins__
         artifact_names = bridge.request("root", "run")

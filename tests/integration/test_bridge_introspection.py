@@ -165,6 +165,69 @@ def test_a_right_artifact_passes_when_its_objects_are_called_and_read():
     assert python_report(artifact, code)["passed"]
 
 
+# -- a class both processes have: the handle is not one, whatever the object is -------------
+
+KINDS = """
+    import collections, dataclasses
+    @dataclasses.dataclass
+    class Point:
+        x: int
+    def evens(n):
+        return (i for i in range(0, n, 2))
+    def queue():
+        return collections.deque([1])
+    def error():
+        return ValueError('x')
+    def point():
+        return Point(1)
+    class make:
+        pass
+"""
+
+
+@pytest.mark.parametrize(
+    "check, said",
+    [
+        ("import types\nassert not isinstance(evens(4), types.GeneratorType)", "'generator'"),
+        ("import inspect\nassert not inspect.isgenerator(evens(4))", "'generator'"),
+        ("import collections\nassert not isinstance(queue(), collections.deque)", "'deque'"),
+        ("assert not isinstance(error(), Exception)", "'Exception'"),
+        ("assert not isinstance(make, type)", "'type'"),
+        ("import inspect\nassert not inspect.isclass(make)", "'type'"),
+        ("import dataclasses\nassert not dataclasses.is_dataclass(point())", "'type'"),
+        ("import types\nassert not issubclass(type(evens(2)), types.GeneratorType)", "'generator'"),
+        ("import enum\nassert not isinstance(point(), enum.Enum)", "'Enum'"),
+        ("import inspect\nassert '__iter__' in dict(inspect.getmembers(point()))", "dir()"),
+        ("import inspect\nassert inspect.getattr_static(point(), '__enter__')", "__dict__"),
+    ],
+)
+def test_a_class_the_artifacts_object_could_be_is_never_answered_by_the_handle(check, said):
+    report = python_report(KINDS, check)
+
+    assert not report["passed"], report
+    assert said in report["evidence"] and WHAT in report["evidence"], report["evidence"]
+
+
+def test_a_plain_class_or_the_checks_own_class_still_answers_no():
+    code = """
+        import collections
+        class Want:
+            pass
+        assert not isinstance(queue(), (int, str, list, dict, Want))
+        assert not isinstance([1], collections.deque) and isinstance(queue(), object)
+    """
+    tests = """
+        from geometry import queue
+        class Want:
+            pass
+        def test_not_mine():
+            assert not isinstance(queue(), Want) and not isinstance(queue(), tuple)
+    """
+
+    assert python_report(KINDS, code)["passed"]
+    assert pytest_report(KINDS, tests)["passed"]
+
+
 # -- a name stated as a function -------------------------------------------------------------
 
 NOT_FUNCTIONS = {
@@ -175,12 +238,15 @@ NOT_FUNCTIONS = {
     "a compiled pattern": "import re\nslugify = re.compile('[a-z]+')\n",
     "a dict of functions": "slugify = {'run': lambda t: t}\n",
     "a number": "slugify = 0\n",
+    "an object whose __call__ is None": "class S:\n    __call__ = None\nslugify = S()\n",
+    "a generator": "slugify = (c for c in 'ab')\n",
 }
 FUNCTIONS = {
     "a function": "def slugify(text):\n    return text\n",
     "a class": "class slugify:\n    pass\n",
     "a callable object": "class S:\n    def __call__(self, t):\n        return t\nslugify = S()\n",
-    "a partial": "import functools\ndef _s(a, t):\n    return t\nslugify = functools.partial(_s, 1)\n",
+    "a partial": "import functools\ndef _s(a, t):\n    return t\n"
+    "slugify = functools.partial(_s, 1)\n",
 }
 
 

@@ -11,7 +11,10 @@ these decisions fail closed, like every other decision on a handle: an abstract 
 it is asked, and the check's own code asking an abstract class at all (a no, ``Mapping``, is
 computed from the same dunders), asking ``callable``, ``dir``, ``hasattr`` or ``getattr`` of
 a handle's dunder, reading such a dunder (``h.__enter__``) or any attribute of a handle's
-class (``type(h).__name__``, ``h.__class__.__name__``) refuses. Library code
+class (``type(h).__name__``, ``h.__class__.__name__``) refuses, and so does ``isinstance``
+against a class the artifact's object could be (``types.GeneratorType``, ``deque``, ``type``):
+the handle is none, whatever the object is. ``type(h) is C`` stays the handle's class, which
+no hook sees. Library code
 (``pytest.raises(E, func)``) keeps the builtins' answers: it only calls what it is given, and
 the call is the behaviour under test.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 import _collections_abc
 import abc
 import builtins
+import dataclasses
+import inspect
 import sys
 import typing
 from collections.abc import Callable
@@ -29,8 +34,15 @@ from typing import Any
 from .remote import READABLE_DUNDERS, CheckSide, HandleClass, Remote, refuse_handle
 
 _WHAT = "check what the object does instead: call it, or read its fields as plain data"
-_MACHINERY = {__file__, abc.__file__, typing.__file__, _collections_abc.__file__}
-"""The files of ``isinstance`` itself: who asks is the first frame outside them."""
+_MACHINERY = {
+    module.__file__ for module in (abc, typing, _collections_abc, inspect, dataclasses)
+} | {__file__}
+"""The files of ``isinstance`` and of the introspection a check calls (``inspect.isclass``,
+``dataclasses.is_dataclass``): who asks is the first frame outside them."""
+_PLAIN: tuple[type, ...] = (type(None), bool, int, float, complex, str, bytes, bytearray)
+_PLAIN += (list, tuple, set, frozenset, dict)
+"""The classes whose instances (subclasses' too) cross as plain data: a handle is none of
+them, a fact of the check's own."""
 
 
 def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> None:
@@ -45,6 +57,7 @@ def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> 
 
     _guard_abstract_classes(side, asked_by_check)
     _guard_builtins(side, asked_by_check)
+    _guard_class_checks(side, is_check_code, asked_by_check)
     _guard_reads(side, asked_by_check)
 
 
@@ -93,6 +106,42 @@ def _guard_builtins(side: CheckSide, asked_by_check: Callable[[], bool]) -> None
     builtins.callable = guarded_callable  # type: ignore[assignment]
     builtins.hasattr = guarded_hasattr
     builtins.getattr = guarded_getattr
+
+
+def _guard_class_checks(
+    side: CheckSide, is_check_code: Callable[[str], bool], asked_by_check: Callable[[], bool]
+) -> None:
+    """``isinstance(h, C)`` and ``issubclass(type(h), C)`` asked by the check's code, where
+    the artifact's object could be a C (``types.GeneratorType``, ``collections.deque``,
+    ``type``, ``Exception``): the handle is not one, whatever the object is. Plain-data
+    classes and the check's own classes say no truly: such an object would have crossed as
+    plain data, and nothing of the check's crosses."""
+    original_isinstance, original_issubclass = builtins.isinstance, builtins.issubclass
+
+    def undecided(classes: Any) -> Any:
+        """The first class the artifact's object could be an instance of, or None."""
+        for cls in classes if original_isinstance(classes, tuple) else (classes,):
+            if not original_isinstance(cls, type) or original_isinstance(cls, abc.ABCMeta):
+                continue  # a handle, an abstract class or protocol: each refuses itself
+            if cls is object or original_issubclass(cls, _PLAIN):
+                continue
+            module = sys.modules.get(cls.__module__)
+            if not is_check_code(str(getattr(module, "__file__", None) or "")):
+                return cls
+        return None
+
+    def guarded_isinstance(obj: Any, classes: Any, /) -> bool:
+        if type(obj) is Remote and asked_by_check() and (cls := undecided(classes)):
+            refuse_handle(obj, _asked_isinstance(cls))
+        return original_isinstance(obj, classes)
+
+    def guarded_issubclass(cls: Any, classes: Any, /) -> bool:
+        if cls is Remote and asked_by_check() and (other := undecided(classes)):
+            side.refuse(_asked_subclass(other))
+        return original_issubclass(cls, classes)
+
+    builtins.isinstance = guarded_isinstance
+    builtins.issubclass = guarded_issubclass
 
 
 def _guard_reads(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
@@ -150,14 +199,18 @@ def _guarded_subclasscheck(original: Any, side: CheckSide, asked_by_check: Any) 
     def __subclasscheck__(cls: Any, subclass: Any) -> bool:
         answer = original(cls, subclass)
         if _is_handle_class(subclass) and (answer or asked_by_check()):
-            side.refuse(
-                "the artifact returned an object and the check asked whether its class is "
-                f"a {_name(cls)}, which a handle's own methods would answer, whatever the "
-                "artifact returned; " + _WHAT
-            )
+            side.refuse(_asked_subclass(cls))
         return bool(answer)
 
     return __subclasscheck__
+
+
+def _asked_subclass(cls: Any) -> str:
+    return (
+        "the artifact returned an object and the check asked whether its class is a "
+        f"{_name(cls)}, which a handle's own class would answer, whatever the artifact "
+        "returned; " + _WHAT
+    )
 
 
 def _guarded_instancecheck(original: Any, originals: dict[type, Any], asked_by_check: Any) -> Any:
@@ -180,8 +233,8 @@ def _guarded_instancecheck(original: Any, originals: dict[type, Any], asked_by_c
 
 def _asked_isinstance(cls: Any) -> str:
     return (
-        f"asked isinstance() against {_name(cls)}, which a handle's own methods would "
-        "answer, whatever the artifact returned; " + _WHAT
+        f"asked isinstance() against {_name(cls)}, which a handle's own class would answer, "
+        "whatever the artifact returned; " + _WHAT
     )
 
 
