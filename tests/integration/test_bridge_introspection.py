@@ -64,7 +64,7 @@ def pytest_report(artifact: str, tests: str) -> dict:
         ("assert 'area' not in dir(make())", "asked dir() of it"),
         ("assert {'__len__', '__getitem__'} <= set(dir(make()))", "asked dir() of it"),
         ("assert type(make()).__name__ != 'NoneType'", "read __name__ of its class"),
-        ("assert make().__class__.__name__ != 'dict'", "read __name__ of its class"),
+        ("assert make().__class__.__name__ != 'dict'", "read its __class__"),
         ("assert type(make()).__enter__", "read __enter__ of its class"),
         ("assert '__enter__' in vars(type(make()))", "read __dict__ of its class"),
         ("assert '__iter__' in dir(type(make()))", "asked dir() of its class"),
@@ -174,7 +174,7 @@ KINDS = """
         x: int
     def evens(n):
         return (i for i in range(0, n, 2))
-    def queue():
+    def make_queue():
         return collections.deque([1])
     def error():
         return ValueError('x')
@@ -190,7 +190,7 @@ KINDS = """
     [
         ("import types\nassert not isinstance(evens(4), types.GeneratorType)", "'generator'"),
         ("import inspect\nassert not inspect.isgenerator(evens(4))", "'generator'"),
-        ("import collections\nassert not isinstance(queue(), collections.deque)", "'deque'"),
+        ("import collections\nassert not isinstance(make_queue(), collections.deque)", "'deque'"),
         ("assert not isinstance(error(), Exception)", "'Exception'"),
         ("assert not isinstance(make, type)", "'type'"),
         ("import inspect\nassert not inspect.isclass(make)", "'type'"),
@@ -199,6 +199,24 @@ KINDS = """
         ("import enum\nassert not isinstance(point(), enum.Enum)", "'Enum'"),
         ("import inspect\nassert '__iter__' in dict(inspect.getmembers(point()))", "dir()"),
         ("import inspect\nassert inspect.getattr_static(point(), '__enter__')", "__dict__"),
+        ("import types\nassert not isinstance(evens(4), ((types.GeneratorType,),))", "'gen"),
+        ("import types\nassert not isinstance(evens(4), types.GeneratorType | int)", "'gen"),
+        ("import types\nassert evens(4).__class__ is not types.GeneratorType", "__class__"),
+        (
+            "import types\nassert not type.__instancecheck__(types.GeneratorType, evens(4))",
+            "__class__",
+        ),
+        (
+            "import types\nmatch evens(4):\n    case types.GeneratorType():\n        ok = False\n"
+            "    case _:\n        ok = True\nassert ok",
+            "__class__",
+        ),
+        (
+            "import functools, types\n@functools.singledispatch\ndef kind(x):\n    return 'other'\n"
+            "@kind.register\ndef _(x: types.GeneratorType):\n    return 'gen'\n"
+            "assert kind(evens(4)) == 'other'",
+            "__class__",
+        ),
     ],
 )
 def test_a_class_the_artifacts_object_could_be_is_never_answered_by_the_handle(check, said):
@@ -213,15 +231,15 @@ def test_a_plain_class_or_the_checks_own_class_still_answers_no():
         import collections
         class Want:
             pass
-        assert not isinstance(queue(), (int, str, list, dict, Want))
-        assert not isinstance([1], collections.deque) and isinstance(queue(), object)
+        assert not isinstance(make_queue(), (int, str, list, dict, Want))
+        assert not isinstance([1], collections.deque) and isinstance(make_queue(), object)
     """
     tests = """
-        from geometry import queue
+        from geometry import make_queue
         class Want:
             pass
         def test_not_mine():
-            assert not isinstance(queue(), Want) and not isinstance(queue(), tuple)
+            assert not isinstance(make_queue(), Want) and not isinstance(make_queue(), tuple)
     """
 
     assert python_report(KINDS, code)["passed"]
@@ -240,6 +258,8 @@ NOT_FUNCTIONS = {
     "a number": "slugify = 0\n",
     "an object whose __call__ is None": "class S:\n    __call__ = None\nslugify = S()\n",
     "a generator": "slugify = (c for c in 'ab')\n",
+    "a class whose metaclass's __call__ is None": "class M(type):\n    __call__ = None\n"
+    "class slugify(metaclass=M):\n    pass\n",
 }
 FUNCTIONS = {
     "a function": "def slugify(text):\n    return text\n",

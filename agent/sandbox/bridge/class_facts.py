@@ -10,13 +10,12 @@ these decisions fail closed, like every other decision on a handle: an abstract 
 (``abc.ABCMeta`` and ``typing``'s protocols) that would say yes of a handle refuses wherever
 it is asked, and the check's own code asking an abstract class at all (a no, ``Mapping``, is
 computed from the same dunders), asking ``callable``, ``dir``, ``hasattr`` or ``getattr`` of
-a handle's dunder, reading such a dunder (``h.__enter__``) or any attribute of a handle's
-class (``type(h).__name__``, ``h.__class__.__name__``) refuses, and so does ``isinstance``
-against a class the artifact's object could be (``types.GeneratorType``, ``deque``, ``type``):
-the handle is none, whatever the object is. ``type(h) is C`` stays the handle's class, which
-no hook sees. Library code
-(``pytest.raises(E, func)``) keeps the builtins' answers: it only calls what it is given, and
-the call is the behaviour under test.
+a handle's dunder, reading such a dunder (``h.__enter__``, ``h.__class__``) or any attribute
+of a handle's class (``type(h).__name__``) refuses, and so does ``isinstance`` against a
+class the artifact's object could be (``types.GeneratorType``, ``deque``, ``type``): the
+handle is none, whatever the object is. ``type(h) is C`` compares the handle's own class,
+which no hook sees. Library code (``pytest.raises(E, func)``) keeps the builtins' answers: it
+only calls what it is given, and the call is the behaviour under test.
 """
 
 from __future__ import annotations
@@ -25,8 +24,10 @@ import _collections_abc
 import abc
 import builtins
 import dataclasses
+import functools
 import inspect
 import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +36,11 @@ from .remote import READABLE_DUNDERS, CheckSide, HandleClass, Remote, refuse_han
 
 _WHAT = "check what the object does instead: call it, or read its fields as plain data"
 _MACHINERY = {
-    module.__file__ for module in (abc, typing, _collections_abc, inspect, dataclasses)
+    module.__file__ for module in (abc, typing, _collections_abc, inspect, dataclasses, functools)
 } | {__file__}
 """The files of ``isinstance`` and of the introspection a check calls (``inspect.isclass``,
-``dataclasses.is_dataclass``): who asks is the first frame outside them."""
+``dataclasses.is_dataclass``, ``functools.singledispatch``): who asks is the first frame
+outside them."""
 _PLAIN: tuple[type, ...] = (type(None), bool, int, float, complex, str, bytes, bytearray)
 _PLAIN += (list, tuple, set, frozenset, dict)
 """The classes whose instances (subclasses' too) cross as plain data: a handle is none of
@@ -120,7 +122,7 @@ def _guard_class_checks(
 
     def undecided(classes: Any) -> Any:
         """The first class the artifact's object could be an instance of, or None."""
-        for cls in classes if original_isinstance(classes, tuple) else (classes,):
+        for cls in _flat(classes):
             if not original_isinstance(cls, type) or original_isinstance(cls, abc.ABCMeta):
                 continue  # a handle, an abstract class or protocol: each refuses itself
             if cls is object or original_issubclass(cls, _PLAIN):
@@ -144,13 +146,24 @@ def _guard_class_checks(
     builtins.issubclass = guarded_issubclass
 
 
+def _flat(classes: Any, depth: int = 0) -> list[Any]:
+    """The classes of ``isinstance``'s second argument: nested tuples and unions opened."""
+    if type(classes) is tuple or type(classes) is types.UnionType:
+        inner = classes if type(classes) is tuple else typing.get_args(classes)
+        return [c for item in inner for c in _flat(item, depth + 1)] if depth < 50 else []
+    return [classes]
+
+
 def _guard_reads(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
     """A handle's dunder read as an attribute (``h.__enter__``, ``h.__module__``), ``dir(h)``,
     and any attribute of a handle's class (``type(h).__name__``), read by the check's code."""
     read_handle, read_class = object.__getattribute__, type.__getattribute__
 
     def __getattribute__(handle: Remote, name: str) -> Any:
-        if name != "__class__" and _handles_own(name) and asked_by_check():  # isinstance() reads it
+        if name == "__class__":  # isinstance() reads it too, called from our guard
+            if sys._getframe(1).f_code.co_filename != __file__ and asked_by_check():
+                refuse_handle(handle, "read its __class__, a class fact; " + _WHAT)
+        elif _handles_own(name) and asked_by_check():
             refuse_handle(handle, f"read its {name}, a class fact; " + _WHAT)
         return read_handle(handle, name)
 
