@@ -9,8 +9,6 @@ pass on the handle's answers; a right artifact passes checks that call and read 
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from agent.checks import run_check, validate_check_spec
@@ -18,32 +16,20 @@ from agent.checks.examples import examples_check
 from agent.checks.registry import CheckScope
 from agent.checks.stated import ExamplesSpec
 from tests.fakes import both_isolation_levels
+from tests.integration.test_bridge_decisions import SHAPELESS, pytest_report, python_report
 
 mode = both_isolation_levels()
 WHAT = "call it, or read its fields as plain data"
 
-NOTHING = """
-    class Nothing:
-        '''No context manager, no iterator, no mapping: a wrong artifact's object.'''
-        __hash__ = None
-        def __init__(self):
-            self.items = [1, 2]
-    def make():
-        return Nothing()
-    def parse(text):
-        return Nothing()
-"""
+NOTHING = SHAPELESS + "    def parse(text):\n        return Nothing()\n"
+"""No context manager, no iterator, no mapping: a wrong artifact's object."""
 
 
-def python_report(artifact: str, code: str) -> dict:
-    spec = {"kind": "python", "code": textwrap.dedent(code), "timeout_s": 20}
-    return run_check(spec, {"geometry.py": textwrap.dedent(artifact)}, "geometry.py")
-
-
-def pytest_report(artifact: str, tests: str) -> dict:
-    files = {"geometry.py": textwrap.dedent(artifact), "test_geometry.py": textwrap.dedent(tests)}
-    spec = {"kind": "pytest", "tests": ["test_geometry.py"], "timeout_s": 30}
-    return run_check(spec, files, "geometry.py")
+def refusal(report: dict) -> str:
+    """The evidence of a check that failed closed on a refused decision."""
+    assert not report["passed"], report
+    assert WHAT in report["evidence"], report["evidence"]
+    return report["evidence"]
 
 
 # -- a handle's own answers: dunders, dir(), its class ---------------------------------------
@@ -75,11 +61,7 @@ def pytest_report(artifact: str, tests: str) -> dict:
     ],
 )
 def test_a_handles_own_answer_read_by_the_check_fails_it(check, said):
-    report = python_report(NOTHING, check)
-
-    assert not report["passed"], report
-    assert said in report["evidence"], report["evidence"]
-    assert WHAT in report["evidence"], report["evidence"]
+    assert said in refusal(python_report(NOTHING, check))
 
 
 @pytest.mark.parametrize(
@@ -92,10 +74,7 @@ def test_a_handles_own_answer_read_by_the_check_fails_it(check, said):
     ],
 )
 def test_a_handles_own_answer_fails_a_pytest_check(test):
-    report = pytest_report(NOTHING, test)
-
-    assert not report["passed"], report
-    assert WHAT in report["evidence"], report["evidence"]
+    assert "the check" in refusal(pytest_report(NOTHING, test))
 
 
 # -- an abstract class's no ------------------------------------------------------------------
@@ -119,10 +98,7 @@ def test_a_handles_own_answer_fails_a_pytest_check(test):
     ],
 )
 def test_an_abstract_class_saying_no_of_a_handle_fails_the_check(check):
-    report = python_report(NOTHING, check)
-
-    assert not report["passed"], report
-    assert "asked" in report["evidence"] and WHAT in report["evidence"], report["evidence"]
+    assert "asked" in refusal(python_report(NOTHING, check))
 
 
 def test_an_abstract_class_still_answers_for_plain_data_and_library_code():
@@ -220,10 +196,7 @@ KINDS = """
     ],
 )
 def test_a_class_the_artifacts_object_could_be_is_never_answered_by_the_handle(check, said):
-    report = python_report(KINDS, check)
-
-    assert not report["passed"], report
-    assert said in report["evidence"] and WHAT in report["evidence"], report["evidence"]
+    assert said in refusal(python_report(KINDS, check))
 
 
 def test_a_plain_class_or_the_checks_own_class_still_answers_no():
