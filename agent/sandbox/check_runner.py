@@ -243,7 +243,7 @@ def _bridge_with_modules(own_files: list[str]) -> CheckSide:
     packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
     sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
     own = {os.path.abspath(path) for path in own_files}
-    guard_class_facts(bridge, lambda filename: os.path.abspath(filename) in own)
+    guard_class_facts(bridge, lambda filename: os.path.abspath(filename) in own, _RemoteModule)
     return bridge
 
 

@@ -219,6 +219,38 @@ def test_a_plain_class_or_the_checks_own_class_still_answers_no():
     assert pytest_report(KINDS, tests)["passed"]
 
 
+# -- an artifact module's proxy: its dir() and __dict__ are its own -------------------------
+
+HELPER = "def area(r):\n    return r\ndef _helper():\n    return 1\n"
+
+
+@pytest.mark.parametrize(
+    "check, said",
+    [
+        ("import geometry\nassert '_helper' not in dir(geometry)", "asked dir()"),
+        ("import geometry\nassert '_helper' not in vars(geometry)", "read __dict__"),
+        ("import geometry\nassert '_helper' not in geometry.__dict__", "read __dict__"),
+        (
+            "import inspect, geometry\nassert '_helper' not in dict(inspect.getmembers(geometry))",
+            "asked dir()",
+        ),
+    ],
+)
+def test_an_artifact_modules_own_names_are_never_its_proxys(check, said):
+    report = python_report(HELPER, check)
+
+    assert not report["passed"], report
+    assert said in report["evidence"] and "hasattr(geometry" in report["evidence"], report
+
+
+def test_an_artifact_module_read_by_name_is_the_modules():
+    code = "import geometry\nassert hasattr(geometry, '_helper') and geometry.area(2) == 2\n"
+    tests = "from geometry import *\n\ndef test_area():\n    assert area(3) == 3\n"
+
+    assert python_report(HELPER, code)["passed"]
+    assert pytest_report(HELPER, tests)["passed"]
+
+
 # -- a name stated as a function -------------------------------------------------------------
 
 NOT_FUNCTIONS = {

@@ -47,9 +47,13 @@ _PLAIN += (list, tuple, set, frozenset, dict)
 them, a fact of the check's own."""
 
 
-def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> None:
+def guard_class_facts(
+    side: CheckSide, is_check_code: Callable[[str], bool], module_class: type
+) -> None:
     """Install the refusals in this process (the check's, which the check owns);
-    ``is_check_code`` tells the check's own files (its code, its tests) by file name."""
+    ``is_check_code`` tells the check's own files (its code, its tests) by file name;
+    ``module_class`` is the class of an artifact module's proxy, whose ``dir()`` and
+    ``__dict__`` are its own, not the module's."""
 
     def asked_by_check() -> bool:
         frame = sys._getframe(1)
@@ -61,6 +65,7 @@ def guard_class_facts(side: CheckSide, is_check_code: Callable[[str], bool]) -> 
     _guard_builtins(side, asked_by_check)
     _guard_class_checks(side, is_check_code, asked_by_check)
     _guard_reads(side, asked_by_check)
+    _guard_module_proxies(side, asked_by_check, module_class)
 
 
 def _guard_abstract_classes(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
@@ -192,6 +197,32 @@ def _guard_reads(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
     Remote.__dir__ = __dir__  # type: ignore[method-assign,assignment]
     HandleClass.__getattribute__ = class_getattribute  # type: ignore[method-assign,assignment]
     HandleClass.__dir__ = class_dir  # type: ignore[method-assign,assignment]
+
+
+def _guard_module_proxies(side: CheckSide, asked_by_check: Any, module_class: type) -> None:
+    """``dir(m)``, ``vars(m)`` and ``m.__dict__`` of an artifact module, asked by the check's
+    code: the proxy's own names (``hasattr(m, 'name')`` and ``m.__all__`` reach the module)."""
+    read: Any = module_class.__getattribute__
+
+    def refuse(module: Any, what: str) -> None:
+        side.refuse(
+            f"the check {what} of the artifact's module {module.__name__!r}, which its proxy "
+            f"answers, not the module; read the names it needs: `hasattr({module.__name__}, "
+            f"'name')`, `{module.__name__}.__all__`"
+        )
+
+    def __getattribute__(module: Any, name: str) -> Any:
+        if name == "__dict__" and asked_by_check():
+            refuse(module, "read __dict__")
+        return read(module, name)
+
+    def __dir__(module: Any) -> Any:
+        if asked_by_check():
+            refuse(module, "asked dir()")
+        return types.ModuleType.__dir__(module)
+
+    module_class.__getattribute__ = __getattribute__  # type: ignore[method-assign,assignment]
+    module_class.__dir__ = __dir__  # type: ignore[method-assign,assignment]
 
 
 def _handles_own(name: Any) -> bool:
