@@ -85,7 +85,7 @@ def _guard_abstract_classes(side: CheckSide, asked_by_check: Callable[[], bool])
 
 
 def _guard_builtins(side: CheckSide, asked_by_check: Callable[[], bool]) -> None:
-    """``callable``, ``dir``, ``hasattr`` and ``getattr`` of a handle's dunder."""
+    """``callable`` of a handle, ``hasattr`` and ``getattr`` of its dunder."""
     original_callable, original_hasattr = builtins.callable, builtins.hasattr
     original_getattr = builtins.getattr
 
