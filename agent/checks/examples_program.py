@@ -36,14 +36,23 @@ from __deepreflect_bridge__.remote import (  # type: ignore[import-not-found]  #
     callable_by_its_word as _deepreflect_callable,
 )
 
+
+def _deepreflect_repr(value):
+    """``repr(value)``, or what it is when its ``__repr__`` fails."""
+    try:
+        return repr(value)
+    except Exception as exc:
+        return f"an object whose repr() raised {type(exc).__name__}"
+
+
 _deepreflect_failed: list[str] = []
 for _name in NAMES:
     if _name not in globals():
         _deepreflect_failed.append(f"{_name} is not defined")
     elif not _deepreflect_callable(globals()[_name]):  # the artifact's no fails; its yes, no
         _deepreflect_failed.append(
-            f"{_name} is not a function: the artifact binds it to {globals()[_name]!r}, which"
-            " cannot be called"
+            f"{_name} is not a function: the artifact binds it to "
+            f"{_deepreflect_repr(globals()[_name])}, which cannot be called"
         )
 _deepreflect_types = {
     "str": (str,),

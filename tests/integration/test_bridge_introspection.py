@@ -263,6 +263,8 @@ NOT_FUNCTIONS = {
     "a number": "slugify = 0\n",
     "an object whose __call__ is None": "class S:\n    __call__ = None\nslugify = S()\n",
     "a generator": "slugify = (c for c in 'ab')\n",
+    "an object whose repr raises": "class S:\n    def __repr__(self):\n        raise ValueError\n"
+    "slugify = S()\n",
     "a class whose metaclass's __call__ is None": "class M(type):\n    __call__ = None\n"
     "class slugify(metaclass=M):\n    pass\n",
 }
