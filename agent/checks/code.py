@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent.checks.examples import EXAMPLES_PROGRAM
 from agent.checks.registry import CheckScope, needs_strings, register_check
 from agent.checks.report import CheckReport, make_report
 from agent.sandbox import (
@@ -87,7 +88,16 @@ def _validate_python(spec: dict[str, Any]) -> list[str]:
     )
     if not pairs:
         errors.append("kind 'python' takes 'calls': a list of [caller, callee] function names")
+    if spec.get("program", EXAMPLES_PROGRAM) != EXAMPLES_PROGRAM:
+        errors.append(f"kind 'python' takes 'program' only as {EXAMPLES_PROGRAM!r}")
     return errors + _valid_timeout(spec)
+
+
+def _validate_python_in_scope(spec: dict[str, Any], scope: CheckScope) -> list[str]:
+    """A plan's ``python`` code is the planner's own: only the product names its program."""
+    if "program" in spec:
+        return ["kind 'python': 'program' is set by the product, not by a plan; leave it out"]
+    return []
 
 
 def _is_name(value: Any) -> bool:
@@ -151,7 +161,8 @@ def _check_python(spec: dict[str, Any], files: Mapping[str, str], path: str) -> 
     and, for each ``[caller, callee]`` in ``calls``, the source of the artifact's function
     ``caller`` refers to ``callee`` (read here, on the host: the check's process sees the
     artifact only through the bridge, never its code)."""
-    verdict = _python_verdict(files, path, spec["code"], _timeout(spec))
+    own_builtins = spec.get("program") == EXAMPLES_PROGRAM
+    verdict = _python_verdict(files, path, spec["code"], _timeout(spec), own_builtins)
     if missing := _uncalled(files.get(path, ""), spec.get("calls") or []):
         passed, score, evidence = verdict
         said = "; ".join(f"{a}() does not call {b}() (the goal asks it to)" for a, b in missing)
@@ -208,12 +219,17 @@ def _warned(kind: str, verdict: Verdict) -> CheckReport:
     return make_report(kind, passed, score, evidence)
 
 
-def _python_verdict(files: Mapping[str, str], path: str, code: str, timeout_s: float) -> Verdict:
+def _python_verdict(
+    files: Mapping[str, str], path: str, code: str, timeout_s: float, own_builtins: bool = False
+) -> Verdict:
+    """``own_builtins``: the code is the product's examples program, whose bare builtins are
+    the builtins (the runner does not refuse them where the artifact defines their names)."""
     if refused := refused_paths(files):
         return False, 0.0, "refused: " + "; ".join(refused)
     artifact_files, check_files = _split(files, trusted=())
     check_files[_CODE] = code
-    check, artifact = _run(check_files, ["python", path, _CODE], artifact_files, path, timeout_s)
+    argv = ["python", path, _CODE, *(["--own-builtins"] if own_builtins else [])]
+    check, artifact = _run(check_files, argv, artifact_files, path, timeout_s)
     verdict = _report_of(check)
     if verdict is None:
         return False, 0.0, _unfinished(check, artifact, timeout_s)
@@ -550,6 +566,7 @@ def register() -> None:
         "python",
         _check_python,
         validate=_validate_python,
+        validate_in_scope=_validate_python_in_scope,
         describe=(
             '{"kind": "python", "code": "assert ...", "calls": [["caller", "callee"]]}'
             " ('calls' optional: the artifact's function caller must call callee)"

@@ -8,9 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXAMPLES_TIMEOUT_S", "examples_check"]
+__all__ = ["EXAMPLES_PROGRAM", "EXAMPLES_TIMEOUT_S", "examples_check"]
 
 EXAMPLES_TIMEOUT_S = 10.0
+EXAMPLES_PROGRAM = "examples"
+"""A ``python`` spec's ``program``: its code is this program, whose bare builtins are the
+builtins (it reaches the artifact's functions only through the calls it evaluates, and a name
+in ``NAMES`` that is a builtin's is "not defined"). The product sets it, never the check's
+source, and a plan may not (``agent.checks.code``)."""
 _PROGRAM = Path(__file__).with_name("examples_program.py")
 _HEAD = (
     "\nNAMES: list[str] = []\nEXAMPLES: list[tuple[str, str]] = []\n"
@@ -62,7 +67,12 @@ def examples_check(
         f"GIVEN = {given if probes or moved or routes else ''!r}\nKEEP = {probes!r}\n"
         f"SHARED = {moved!r}\nPATHS = {routes!r}\nOWN = {dict(own or {}) if probes else {}!r}\n"
     )
-    spec: dict[str, Any] = {"kind": "python", "code": head + body, "timeout_s": EXAMPLES_TIMEOUT_S}
+    spec: dict[str, Any] = {
+        "kind": "python",
+        "code": head + body,
+        "timeout_s": EXAMPLES_TIMEOUT_S,
+        "program": EXAMPLES_PROGRAM,
+    }
     if callers:
         spec["calls"] = [list(pair) for pair in callers]
     if stated:

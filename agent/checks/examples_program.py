@@ -2,8 +2,10 @@
 
 Not imported: its text runs in the check's sandbox with the artifact's names in scope
 (``agent.checks.examples.examples_check`` builds it). The host replaces the ``NAMES``,
-``EXAMPLES``, ``SMOKE``, ``GIVEN`` and ``KEEP`` lines: every name must be defined (whether
-it is callable is the artifact's word: the calls tell), every (call, expected) pair must
+``EXAMPLES``, ``SMOKE``, ``GIVEN`` and ``KEEP`` lines: every name must be defined and be
+a function (or a class): a plain value never is one, and an object of the artifact's the
+artifact itself says cannot be called fails (its yes passes nothing: the calls tell), every
+(call, expected) pair must
 hold, every smoke call (a call with values of the parameters' stated types) must neither
 raise an error that means the code is broken (``TypeError``, ``NameError`` …) nor return
 another type than the one stated, and every ``KEEP`` call must end as it does in ``GIVEN``,
@@ -29,14 +31,29 @@ KEEP: list[str] = []
 SHARED: list[tuple[str, str]] = []
 PATHS: list[str] = []
 OWN: dict[str, str] = {}
-# its bare builtins are builtins: it reaches the artifact's functions only through the calls
-# it evaluates, and a name in NAMES that is a builtin's is "not defined" (the runner reads this)
-__deepreflect_own_builtins__ = True
+
+from __deepreflect_bridge__.remote import (  # type: ignore[import-not-found]  # noqa: E402
+    callable_by_its_word as _deepreflect_callable,
+)
+
+
+def _deepreflect_repr(value):
+    """``repr(value)``, or what it is when its ``__repr__`` fails."""
+    try:
+        return repr(value)
+    except Exception as exc:
+        return f"an object whose repr() raised {type(exc).__name__}"
+
 
 _deepreflect_failed: list[str] = []
-for _name in NAMES:  # callable() of an artifact object is refused: the examples call it
+for _name in NAMES:
     if _name not in globals():
         _deepreflect_failed.append(f"{_name} is not defined")
+    elif not _deepreflect_callable(globals()[_name]):  # the artifact's no fails; its yes, no
+        _deepreflect_failed.append(
+            f"{_name} is not a function: the artifact binds it to "
+            f"{_deepreflect_repr(globals()[_name])}, which cannot be called"
+        )
 _deepreflect_types = {
     "str": (str,),
     "int": (int,),

@@ -46,6 +46,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.checks import run_check
 from agent.checks.critique import critique_from_check, merge
+from agent.checks.examples import examples_check
 from agent.controller.habits import RevisionRecord, as_learnt
 from agent.controller.revise import LoopConfig, LoopResult, revise_loop
 from agent.controller.worker import StepWorker
@@ -92,9 +93,8 @@ def _evidence_spec(task: Task, evidence: Evidence) -> tuple[dict[str, Any], str]
     if task.reference is not None:  # examples the reference fails would mislead the loop
         files = {**task.files, task.path: task.reference}
         if not run_check(task.visible_check, files, task.path)["passed"]:
-            entry = task.entry_point
-            code = f"assert callable({entry})" if entry else ""
-            spec = {"kind": "python", "code": code} if entry else {"kind": "non_empty"}
+            entry = task.entry_point  # defined, and a function (``callable()`` is refused)
+            spec = examples_check([entry], [], stated=False) if entry else {"kind": "non_empty"}
             return spec, "the reference fails the visible check: the loop saw a weaker one"
     return task.visible_check, ""
 

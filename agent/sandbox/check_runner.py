@@ -27,6 +27,7 @@ from __deepreflect_bridge__.check_side import CheckSide  # type: ignore[import-n
 from __deepreflect_bridge__.class_facts import (  # type: ignore[import-not-found]
     guard_class_facts,
 )
+from __deepreflect_bridge__.names import free_names  # type: ignore[import-not-found]
 from __deepreflect_bridge__.remote import Remote  # type: ignore[import-not-found]
 from __deepreflect_bridge__.wire import connect  # type: ignore[import-not-found]
 
@@ -127,29 +128,9 @@ def _refuse_bare_builtins(module: Any, names: list[str], filename: str) -> None:
 
 
 def _bare_uses(source: str, names: list[str]) -> list[str]:
-    """Which of ``names`` the code reads as a bare name it never binds itself (no import,
-    assignment, definition or parameter of that name)."""
-    import ast
-
-    tree = ast.parse(source)
-    if any(
-        isinstance(node, ast.Assign)
-        and any(getattr(t, "id", None) == "__deepreflect_own_builtins__" for t in node.targets)
-        for node in tree.body
-    ):
-        return []  # the product's stated-examples program (``examples_program.py``)
-    bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return [n for n in names if n in read and n not in bound]
+    """Which of ``names`` the code reads as a bare name it never binds itself."""
+    free = free_names(source)
+    return [n for n in names if n in free]
 
 
 def _builtin_line(module: str, names: list[str]) -> str:
@@ -262,17 +243,20 @@ def _bridge_with_modules(own_files: list[str]) -> CheckSide:
     packages = set(json.loads(os.environ["DEEPREFLECT_ARTIFACT_PACKAGES"]))
     sys.meta_path.insert(0, _RemoteFinder(bridge, names, packages))
     own = {os.path.abspath(path) for path in own_files}
-    guard_class_facts(bridge, lambda filename: os.path.abspath(filename) in own)
+    guard_class_facts(bridge, lambda filename: os.path.abspath(filename) in own, _RemoteModule)
     return bridge
 
 
-def check_python(artifact: str, code_file: str) -> None:
-    """Run the artifact (in its own process), then the check code against its namespace."""
+def check_python(artifact: str, code_file: str, own_builtins: bool = False) -> None:
+    """Run the artifact (in its own process), then the check code against its namespace.
+    ``own_builtins``: the code is the product's stated-examples program, whose bare builtins
+    are meant as the builtins (the host says so, never the code)."""
     bridge = _bridge_with_modules([code_file])
     stage = "artifact"
     try:
         # a real module, so what needs its module (a dataclass, pickle) finds it
         module = sys.modules["__check__"] = types.ModuleType("__check__")
+        module.__file__ = code_file  # its classes are the check's own (``class_facts``)
         namespace: dict[str, Any] = module.__dict__
         namespace["__builtins__"] = __builtins__
         artifact_names = bridge.request("root", "run")
@@ -281,7 +265,7 @@ def check_python(artifact: str, code_file: str) -> None:
         with open(code_file, encoding="utf-8") as handle:
             source = handle.read()
         builtin = [n for n in _names(list(artifact_names)) if hasattr(builtins, n)]
-        if builtin and (used := _safe_bare_uses(source, builtin)):
+        if builtin and not own_builtins and (used := _safe_bare_uses(source, builtin)):
             _refuse_quietly(bridge, _builtin_line(_module_name(artifact), used))
         exec(compile(source, os.path.basename(code_file), "exec"), namespace)
     except BaseException as exc:
@@ -409,7 +393,7 @@ def main(argv: list[str]) -> None:
     if role == "serve":
         serve(rest[0])
     elif role == "python":
-        check_python(rest[0], rest[1])
+        check_python(rest[0], rest[1], own_builtins=rest[2:] == ["--own-builtins"])
     elif role == "pytest":
         check_pytest(rest[0], rest[1:])
     else:

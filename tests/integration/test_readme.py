@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from agent.sandbox.bridge.names import free_names
 from tests.langgraph_server import ROOT, dev_server, langgraph_missing
 
 README = ROOT / "README.md"
@@ -441,30 +442,13 @@ def test_the_demo_shows_what_the_readme_says_it_shows(threads):
 # ---- the python blocks ----
 
 
-def _free_names(code: str) -> set[str]:
-    """Names the code reads without binding or importing them (builtins aside)."""
-    tree = ast.parse(code)
-    bound: set[str] = set()
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-    return read - bound - set(dir(builtins))
-
-
 def python_kind(code: str) -> tuple[str, str | None]:
     """(kind, skip reason): ``script``, ``sdk`` (needs a server), ``fragment`` or ``skip``."""
     if re.search(r"postgres(ql)?://", code):
         return "skip", dict(SKIPPED)[r"postgres(ql)?://"]
     if "get_sync_client" in code or "get_client" in code:
         return "sdk", langgraph_missing()
-    free = _free_names(code)
+    free = free_names(code) - set(dir(builtins))
     if not free:
         return "script", None
     if free <= FRAGMENT_NAMES:

@@ -11,8 +11,10 @@ check (a failed verdict).
 Modules: ``wire`` (length-prefixed JSON messages, :class:`~.wire.BridgeError`), ``plain_data``
 (values as tagged JSON, rebuilt from their base types), ``operations`` (what a handle forwards),
 ``remote`` (handles, which take part in no decision of the check's: comparisons, truth, hashing
-and conversions of a handle fail the check), ``check_side``, ``artifact_side`` and
-``introspection`` (an exception's class chain, read without running the artifact's code).
+and conversions of a handle fail the check), ``class_facts`` (what a handle's class would
+answer of it, refused to the check's code), ``check_side``, ``artifact_side``,
+``introspection`` (an exception's class chain, read without running the artifact's code) and
+``names`` (the names a check's code reads without binding them).
 Messages: ``request {id, op, args}`` and ``callback_reply`` (check → artifact), ``reply {id, ok,
 value | error}`` and ``callback {id, callback, args, kwargs}`` (artifact → check). Non-plain
 values: ``["h", id, type]`` an artifact object (a handle, labelled by its class's name), ``["e",

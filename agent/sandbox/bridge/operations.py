@@ -13,6 +13,7 @@ UNARY = ("neg", "pos", "abs", "invert")
 """Unary operators: refused on a handle, never forwarded."""
 APPLY: dict[str, Callable[..., Any]] = {
     "call": lambda f, /, *a, **k: f(*a, **k),
+    "callable": lambda f, /: callable(f) and type(f).__call__ is not None,  # not `= None`
     "getattr": getattr,
     "setattr": setattr,
     "delattr": delattr,

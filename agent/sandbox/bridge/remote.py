@@ -49,7 +49,12 @@ class CheckSide(Protocol):
     def exception_class_id(self, cls: type) -> int | None: ...
 
 
-class Remote:
+class HandleClass(type):
+    """The class of :class:`Remote`, so that what the check's code reads of a handle's class
+    can be refused (``class_facts``)."""
+
+
+class Remote(metaclass=HandleClass):
     """An object living in the artifact's process (a handle). Reads, calls and operators are
     requests; no comparison, truth, hash or conversion is answered (module docstring). Its
     only names besides Python's dunders are three slots no artifact attribute plausibly
@@ -188,6 +193,16 @@ def refuse_handle(handle: Remote, what: str) -> NoReturn:
     handle._deepreflect_side.refuse(
         f"the artifact returned a '{label}' object and the check {what}"
     )
+
+
+def callable_by_its_word(value: Any) -> bool:
+    """Whether ``value`` can be called: the check's own fact for a value of the check's, the
+    artifact process's word for a handle. So its no may fail a check (a name stated as a
+    function, bound to an object nothing calls) and its yes may pass nothing a call would
+    not; ``callable(handle)`` in a check's code is refused (``class_facts``)."""
+    if type(value) is not Remote:
+        return callable(value)
+    return _apply(value, "callable") is True
 
 
 def _apply(handle: Remote, op: str, /, *args: Any, **kwargs: Any) -> Any:
