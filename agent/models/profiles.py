@@ -56,8 +56,8 @@ class Profile:
     """The first draft of a plan made in code whose one step is the whole goal (the goal
     names one file; no human answer told) is asked as the user asked the goal: its words,
     its files, one reply line — no step framing, no check line (revisions keep their
-    evidence): the prompt a user asking the model once would write. On the 1.5B, greedy
-    drafts moved by a goal or two in either direction when the step's framing changed."""
+    evidence): the prompt a user asking the model once would write. On the 1.5B, held out:
+    9 of 16 goals right with it, 7 without (the plain model 7); tuning 4 of 8, 5 without."""
     fresh_drafts_first: bool = False
     """Once a model's revisions have been flat and never helped (learnt in the thread), its
     loops draw fresh drafts before revising."""
