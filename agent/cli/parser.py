@@ -28,6 +28,8 @@ class Parser(argparse.ArgumentParser):
     def _suggestion(self, message: str) -> str:
         if match := _UNKNOWN.search(message):
             word = match.group(1).split("=", 1)[0]
+            if owners := _commands_taking(self, word):  # a real flag, of another command
+                return f" ({word} is an option of {' and '.join(owners)}, not of this command)"
             flags = {f for a in _actions(self) for f in a.option_strings if f.startswith("--")}
             return did_you_mean(word, sorted(flags)) if word.startswith("-") else ""
         if match := _CHOICE.search(message):
@@ -44,6 +46,17 @@ def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
                 yield from _actions(child)
+
+
+def _commands_taking(parser: argparse.ArgumentParser, flag: str) -> list[str]:
+    """The subcommands (``deepreflect run``, ...) that take ``flag``."""
+    owners = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                if any(flag in a.option_strings for a in _actions(child)):
+                    owners.append(f"deepreflect {name}")
+    return sorted(set(owners))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,12 @@ def test_a_mistyped_scenario_is_answered_with_the_scenario_meant(capsys):
     assert "did you mean 'escalation'?" in _error(["demo", "--scenario", "escalaton"], capsys)
 
 
+def test_a_flag_of_another_command_is_named_with_the_commands_that_take_it(capsys):
+    said = _error(["demo", "--execute-timeout", "2"], capsys)
+    assert "did you mean" not in said  # it was never mistyped
+    assert "deepreflect run" in said and "not of this command" in said
+
+
 def test_a_word_like_nothing_gets_no_suggestion(capsys):
     assert "did you mean" not in _error(["demo", "--zzzzzz"], capsys)
 
