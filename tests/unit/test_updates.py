@@ -52,5 +52,11 @@ def test_every_reduced_key_of_the_state_is_known():
 
     hinted = get_type_hints(State, include_extras=True)
     reduced = {k for k, h in hinted.items() if getattr(h, "__metadata__", ())}
-    assert reduced == set(_REDUCERS)
-    assert combined({"files": {"a": 1}}, {"files": {"b": 2}})["files"] == {"a": 1, "b": 2}
+    assert reduced == set(_REDUCERS)  # a key with another kind of reducer would be replaced
+
+
+def test_two_parts_of_one_node_s_update_keep_both_files_and_messages():
+    joined = combined({"files": {"a": 1}, "messages": ["m1"]}, {"files": {"b": 2}, "goal": "g"})
+    assert joined == {"files": {"a": 1, "b": 2}, "messages": ["m1"], "goal": "g"}
+    both = combined({"messages": ["m1"]}, {"messages": ["m2"]})
+    assert both["messages"] == ["m1", "m2"]
